@@ -1,0 +1,93 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "liverelay",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "liverelay", targets: ["LiveRelayCLI"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+    ],
+    targets: [
+        // Domain types and pure logic: payloads, size checks, retry policy, configuration. No I/O.
+        .target(
+            name: "LiveRelayCore",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // PostgreSQL: migrations, outbox claims, the listener, the broadcast log.
+        .target(
+            name: "LiveRelayPostgres",
+            dependencies: [
+                "LiveRelayCore",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // APNs provider API client: provider tokens and HTTP/2 requests.
+        .target(
+            name: "LiveRelayAPNs",
+            dependencies: [
+                "LiveRelayCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // An APNs-compatible HTTP/2 + TLS server for local work and tests.
+        .target(
+            name: "APNsSimulator",
+            dependencies: [
+                "LiveRelayCore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // Composition root: delivery engine, HTTP API and the services of `serve` and `dev`.
+        .target(
+            name: "LiveRelayServer",
+            dependencies: [
+                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "LiveRelayCLI",
+            dependencies: [
+                "LiveRelayServer", "APNsSimulator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .testTarget(
+            name: "LiveRelayCoreTests",
+            dependencies: ["LiveRelayCore", "LiveRelayAPNs"]
+        ),
+        .testTarget(
+            name: "LiveRelayIntegrationTests",
+            dependencies: [
+                "LiveRelayServer", "APNsSimulator",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+    ]
+)

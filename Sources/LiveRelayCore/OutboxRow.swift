@@ -1,0 +1,84 @@
+import Foundation
+
+/// One claimed `delivery_outbox` row.
+public struct OutboxRow: Sendable, Hashable {
+    /// `activity` (payload built from the activity's state at send time), `alert` or `start` (payload in the row).
+    public enum Kind: String, Sendable { case activity, alert, start }
+
+    public var id: Int64
+    public var kind: Kind
+    public var activityID: UUID?
+    public var eventType: String
+    public var secretHash: String?
+    public var sessionID: String?
+    public var deviceToken: String?
+    public var bundleID: String?
+    public var environment: APNsEnvironment?
+    public var payload: JSONValue?
+    public var priority: Int?
+    public var apnsID: UUID
+    public var requestID: UUID?
+    /// When the row was written, epoch seconds.
+    public var enqueuedAt: Double
+    public var attempts: Int
+
+    public init(
+        id: Int64, kind: Kind, activityID: UUID? = nil, eventType: String, secretHash: String? = nil, sessionID: String? = nil,
+        deviceToken: String? = nil, bundleID: String? = nil, environment: APNsEnvironment? = nil, payload: JSONValue? = nil,
+        priority: Int? = nil, apnsID: UUID = UUID(), requestID: UUID? = nil, enqueuedAt: Double, attempts: Int = 0
+    ) {
+        self.id = id
+        self.kind = kind
+        self.activityID = activityID
+        self.eventType = eventType
+        self.secretHash = secretHash
+        self.sessionID = sessionID
+        self.deviceToken = deviceToken
+        self.bundleID = bundleID
+        self.environment = environment
+        self.payload = payload
+        self.priority = priority
+        self.apnsID = apnsID
+        self.requestID = requestID
+        self.enqueuedAt = enqueuedAt
+        self.attempts = attempts
+    }
+}
+
+/// An activity's state as read when its push is built.
+public struct ActivitySnapshot: Sendable, Hashable {
+    public var id: UUID
+    public var activityToken: String
+    public var bundleID: String
+    public var environment: APNsEnvironment
+    public var status: String
+    public var contentState: JSONValue?
+    public var staleDate: Int64?
+    public var dismissalDate: Int64?
+    public var relevanceScore: Double?
+    public var priority: Int
+    /// The device's message, when the device has a `device_live_activity_message` row.
+    public var message: String?
+    public var lastTimestamp: Int64?
+    public var lastPayloadHash: String?
+
+    public init(
+        id: UUID, activityToken: String, bundleID: String, environment: APNsEnvironment, status: String,
+        contentState: JSONValue?, staleDate: Int64? = nil, dismissalDate: Int64? = nil, relevanceScore: Double? = nil,
+        priority: Int = 10, message: String? = nil, lastTimestamp: Int64? = nil, lastPayloadHash: String? = nil
+    ) {
+        self.id = id
+        self.activityToken = activityToken
+        self.bundleID = bundleID
+        self.environment = environment
+        self.status = status
+        self.contentState = contentState
+        self.staleDate = staleDate
+        self.dismissalDate = dismissalDate
+        self.relevanceScore = relevanceScore
+        self.priority = priority
+        self.message = message
+        self.lastTimestamp = lastTimestamp
+        self.lastPayloadHash = lastPayloadHash
+    }
+}

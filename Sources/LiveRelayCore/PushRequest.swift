@@ -1,0 +1,69 @@
+import Foundation
+
+/// Which APNs server a token belongs to.
+public enum APNsEnvironment: String, Sendable, Hashable, CaseIterable {
+    case sandbox, production
+
+    /// The other environment, tried once when APNs says a token is bad for this one.
+    public var other: APNsEnvironment { self == .sandbox ? .production : .sandbox }
+}
+
+/// The `apns-push-type` header.
+public enum PushType: String, Sendable, Hashable {
+    case liveactivity, alert
+}
+
+/// One request to APNs' provider API.
+public struct PushRequest: Sendable, Hashable {
+    public var deviceToken: String
+    public var environment: APNsEnvironment
+    /// The app's bundle ID; the `apns-topic` adds `.push-type.liveactivity` for Live Activities.
+    public var bundleID: String
+    public var pushType: PushType
+    public var priority: Int
+    /// `apns-expiration` in epoch seconds (0: deliver now or never).
+    public var expiration: Int64?
+    /// The `apns-id`: the same across retries of one delivery.
+    public var apnsID: UUID
+    public var payload: [UInt8]
+
+    public init(
+        deviceToken: String, environment: APNsEnvironment, bundleID: String, pushType: PushType,
+        priority: Int, expiration: Int64?, apnsID: UUID, payload: [UInt8]
+    ) {
+        self.deviceToken = deviceToken
+        self.environment = environment
+        self.bundleID = bundleID
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.apnsID = apnsID
+        self.payload = payload
+    }
+
+    /// The `apns-topic` header.
+    public var topic: String {
+        pushType == .liveactivity ? "\(bundleID).push-type.liveactivity" : bundleID
+    }
+}
+
+/// What APNs answered.
+public struct APNsResponse: Sendable, Hashable {
+    public var status: Int
+    public var reason: String?
+    public var apnsID: String?
+    /// Seconds from a `retry-after` header, when APNs sent one.
+    public var retryAfterSeconds: Double?
+
+    public init(status: Int, reason: String? = nil, apnsID: String? = nil, retryAfterSeconds: Double? = nil) {
+        self.status = status
+        self.reason = reason
+        self.apnsID = apnsID
+        self.retryAfterSeconds = retryAfterSeconds
+    }
+}
+
+/// The last characters of a token, for logs and the delivery log; never the whole token.
+public func redactedToken(_ token: String) -> String {
+    token.count <= 8 ? "…" : "…" + token.suffix(8)
+}

@@ -1,0 +1,156 @@
+import Crypto
+import Foundation
+
+/// Everything `liverelay serve` needs, built from the environment at the edge (see DESIGN.md "Environment").
+public struct RelayConfiguration: Sendable {
+    public var host: String = "127.0.0.1"
+    public var port: Int = 8787
+    public var databaseURL: String
+    public var apns: APNsConfiguration
+    /// Bearer token for admin routes; admin routes answer 401 when it is unset.
+    public var adminToken: String?
+    /// Signs device tokens; generated and stored in the database when unset.
+    public var tokenSecret: String?
+    public var logLevel: String = "info"
+    public var delivery: DeliveryConfiguration = .init()
+
+    public init(databaseURL: String, apns: APNsConfiguration) {
+        self.databaseURL = databaseURL
+        self.apns = apns
+    }
+
+    /// Reads the configuration; throws one clear error naming the first missing or malformed setting.
+    public static func fromEnvironment(_ environment: [String: String]) throws -> RelayConfiguration {
+        var reader = EnvironmentReader(environment)
+        let databaseURL = try reader.required("DATABASE_URL", hint: "a postgres:// URL, e.g. postgres://user:pass@localhost:5432/liverelay")
+        guard let url = URLComponents(string: databaseURL), ["postgres", "postgresql"].contains(url.scheme ?? ""), url.host != nil else {
+            throw ConfigurationError(name: "DATABASE_URL", problem: "is not a postgres:// URL with a host")
+        }
+        var configuration = RelayConfiguration(databaseURL: databaseURL, apns: try APNsConfiguration.fromEnvironment(&reader))
+        configuration.host = reader.optional("HOST") ?? "127.0.0.1"
+        configuration.port = try reader.integer("PORT", default: 8787, range: 1...65535)
+        configuration.adminToken = reader.optional("LIVERELAY_ADMIN_TOKEN")
+        if let token = configuration.adminToken, token.count < 16 {
+            throw ConfigurationError(name: "LIVERELAY_ADMIN_TOKEN", problem: "is shorter than 16 characters")
+        }
+        configuration.tokenSecret = reader.optional("LIVERELAY_TOKEN_SECRET")
+        let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+        let level = (reader.optional("LOG_LEVEL") ?? "info").lowercased()
+        guard levels.contains(level) else {
+            throw ConfigurationError(name: "LOG_LEVEL", problem: "must be one of \(levels.joined(separator: ", "))")
+        }
+        configuration.logLevel = level
+        configuration.delivery.workers = try reader.integer("LIVERELAY_WORKERS", default: 2, range: 1...64)
+        configuration.delivery.batchSize = try reader.integer("LIVERELAY_BATCH_SIZE", default: 500, range: 1...10_000)
+        configuration.delivery.pollIntervalMilliseconds = try reader.integer("LIVERELAY_POLL_INTERVAL_MS", default: 500, range: 10...60_000)
+        return configuration
+    }
+}
+
+/// How the relay reaches APNs.
+public struct APNsConfiguration: Sendable {
+    public var teamID: String
+    public var keyID: String
+    /// The `.p8` key, PEM text.
+    public var privateKeyPEM: String
+    public var defaultBundleID: String?
+    public var productionURL: String = "https://api.push.apple.com"
+    public var sandboxURL: String = "https://api.sandbox.push.apple.com"
+    /// Extra PEM trust roots (for a simulator).
+    public var caFile: String?
+    /// Deadline of one APNs request.
+    public var requestTimeoutSeconds: Double = 10
+
+    public init(teamID: String, keyID: String, privateKeyPEM: String, defaultBundleID: String? = nil) {
+        self.teamID = teamID
+        self.keyID = keyID
+        self.privateKeyPEM = privateKeyPEM
+        self.defaultBundleID = defaultBundleID
+    }
+
+    static func fromEnvironment(_ reader: inout EnvironmentReader) throws -> APNsConfiguration {
+        let teamID = try reader.required("APNS_TEAM_ID", hint: "your Apple developer team ID")
+        let keyID = try reader.required("APNS_KEY_ID", hint: "the key ID of your APNs auth key (.p8)")
+        var pem: String
+        if let inline = reader.optional("APNS_PRIVATE_KEY") {
+            pem = inline
+        } else if let path = reader.optional("APNS_PRIVATE_KEY_FILE") {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw ConfigurationError(name: "APNS_PRIVATE_KEY_FILE", problem: "cannot be read (\(path))")
+            }
+            pem = text
+        } else {
+            throw ConfigurationError(name: "APNS_PRIVATE_KEY", problem: "is not set (nor APNS_PRIVATE_KEY_FILE): give the .p8 key's PEM text")
+        }
+        pem = pem.replacingOccurrences(of: "\\n", with: "\n")
+        guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil else {
+            throw ConfigurationError(name: "APNS_PRIVATE_KEY", problem: "is not a PEM-encoded P-256 private key (.p8)")
+        }
+        var configuration = APNsConfiguration(teamID: teamID, keyID: keyID, privateKeyPEM: pem, defaultBundleID: reader.optional("APNS_DEFAULT_BUNDLE_ID"))
+        configuration.productionURL = try reader.httpsURL("APNS_PRODUCTION_URL", default: configuration.productionURL)
+        configuration.sandboxURL = try reader.httpsURL("APNS_SANDBOX_URL", default: configuration.sandboxURL)
+        if let caFile = reader.optional("APNS_CA_FILE") {
+            guard FileManager.default.isReadableFile(atPath: caFile) else {
+                throw ConfigurationError(name: "APNS_CA_FILE", problem: "cannot be read (\(caFile))")
+            }
+            configuration.caFile = caFile
+        }
+        return configuration
+    }
+
+    /// The base URL of an environment.
+    public func baseURL(for environment: APNsEnvironment) -> String {
+        environment == .production ? productionURL : sandboxURL
+    }
+}
+
+/// Tunables of the delivery workers.
+public struct DeliveryConfiguration: Sendable {
+    public var workers: Int = 2
+    public var batchSize: Int = 500
+    public var pollIntervalMilliseconds: Int = 500
+    public var retry: RetryPolicy = .init()
+    public init() {}
+}
+
+/// A setting that stops start-up; its description is the one line printed.
+public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
+    public var name: String
+    public var problem: String
+    public init(name: String, problem: String) {
+        self.name = name
+        self.problem = problem
+    }
+    public var description: String { "liverelay: configuration error: \(name) \(problem)" }
+}
+
+struct EnvironmentReader {
+    private let environment: [String: String]
+    init(_ environment: [String: String]) { self.environment = environment }
+
+    func optional(_ name: String) -> String? {
+        guard let value = environment[name]?.trimmingCharacters(in: .whitespacesAndNewlines), !value.isEmpty else { return nil }
+        return value
+    }
+
+    func required(_ name: String, hint: String) throws -> String {
+        guard let value = optional(name) else { throw ConfigurationError(name: name, problem: "is required (\(hint))") }
+        return value
+    }
+
+    func integer(_ name: String, default defaultValue: Int, range: ClosedRange<Int>) throws -> Int {
+        guard let text = optional(name) else { return defaultValue }
+        guard let value = Int(text), range.contains(value) else {
+            throw ConfigurationError(name: name, problem: "must be a whole number in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
+        }
+        return value
+    }
+
+    func httpsURL(_ name: String, default defaultValue: String) throws -> String {
+        guard let text = optional(name) else { return defaultValue }
+        guard let url = URLComponents(string: text), url.scheme == "https", let host = url.host, !host.isEmpty else {
+            throw ConfigurationError(name: name, problem: "must be an https:// URL (APNs speaks HTTP/2 over TLS only), got \"\(text)\"")
+        }
+        return text.hasSuffix("/") ? String(text.dropLast()) : text
+    }
+}

@@ -1,0 +1,28 @@
+import Crypto
+import Foundation
+
+/// The lowercase hex SHA-256 of a pairing secret, as stored in `secret_hash`.
+public func secretHash(_ secret: String) -> String {
+    sha256Hex(secret)
+}
+
+/// Lowercase hex SHA-256 of a text's UTF-8 bytes.
+public func sha256Hex(_ text: String) -> String {
+    hexString(SHA256.hash(data: Data(text.utf8)))
+}
+
+/// Lowercase hex of any bytes.
+public func hexString<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+    bytes.map { byte in
+        let hex = String(byte, radix: 16)
+        return byte < 16 ? "0" + hex : hex
+    }.joined()
+}
+
+/// Compares two byte strings in time that depends only on their lengths.
+public func constantTimeEquals(_ lhs: some Collection<UInt8>, _ rhs: some Collection<UInt8>) -> Bool {
+    guard lhs.count == rhs.count else { return false }
+    var difference: UInt8 = 0
+    for (left, right) in zip(lhs, rhs) { difference |= left ^ right }
+    return difference == 0
+}

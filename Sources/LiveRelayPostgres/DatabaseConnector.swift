@@ -1,0 +1,108 @@
+import Synchronization
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import PostgresNIO
+
+/// Opens PostgreSQL connections from a `DATABASE_URL`, always within a deadline
+/// (PostgresNIO has none of its own for an unreachable server).
+public struct DatabaseConnector: Sendable {
+    public let configuration: PostgresConnection.Configuration
+    public let connectTimeout: Duration
+    private let ids = ConnectionIDs()
+
+    /// - Parameters:
+    ///   - url: `postgres://user:password@host:port/database?sslmode=disable|prefer|require`.
+    ///   - applicationName: shown in `pg_stat_activity`.
+    public init(url: String, applicationName: String = "liverelay", connectTimeout: Duration = .seconds(5)) throws {
+        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
+              let host = components.host, !host.isEmpty
+        else { throw DatabaseURLError(problem: "is not a postgres:// URL with a host") }
+        let sslMode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer"
+        let tls: PostgresConnection.Configuration.TLS
+        switch sslMode {
+        case "disable": tls = .disable
+        case "require", "verify-ca", "verify-full": tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        default: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        }
+        var database = components.path
+        if database.hasPrefix("/") { database.removeFirst() }
+        var configuration = PostgresConnection.Configuration(
+            host: host,
+            port: components.port ?? 5432,
+            username: components.user?.removingPercentEncoding ?? "postgres",
+            password: components.password?.removingPercentEncoding,
+            database: database.isEmpty ? nil : database,
+            tls: tls
+        )
+        configuration.options.connectTimeout = .nanoseconds(Int64(connectTimeout.components.seconds) * 1_000_000_000)
+        configuration.options.additionalStartupParameters = [
+            ("application_name", applicationName),
+            ("statement_timeout", "30s"),
+            ("lock_timeout", "10s"),
+            ("idle_in_transaction_session_timeout", "60s"),
+        ]
+        self.configuration = configuration
+        self.connectTimeout = connectTimeout
+    }
+
+    /// Connects, or throws when the server does not answer within the deadline.
+    public func connect(logger: Logger) async throws -> PostgresConnection {
+        let configuration = self.configuration
+        let id = ids.next()
+        return try await withDeadline(connectTimeout, what: "connecting to PostgreSQL") {
+            try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
+        }
+    }
+
+    /// Runs `body` on a fresh connection and closes it afterwards.
+    public func withConnection<Result: Sendable>(
+        logger: Logger, _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        let connection = try await connect(logger: logger)
+        do {
+            let result = try await body(connection)
+            try? await connection.close()
+            return result
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+    }
+}
+
+/// `DATABASE_URL` could not be understood.
+public struct DatabaseURLError: Error, CustomStringConvertible {
+    public var problem: String
+    public var description: String { "DATABASE_URL \(problem)" }
+}
+
+/// An operation did not finish in time.
+public struct DeadlineExceeded: Error, CustomStringConvertible {
+    public var what: String
+    public var description: String { "timed out \(what)" }
+}
+
+/// Runs `operation`, cancelling it and throwing `DeadlineExceeded` when it takes longer than `timeout`.
+public func withDeadline<Result: Sendable>(
+    _ timeout: Duration, what: String, _ operation: @escaping @Sendable () async throws -> Result
+) async throws -> Result {
+    try await withThrowingTaskGroup(of: Result?.self) { group in
+        group.addTask { try await operation() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let result = first else {
+            throw DeadlineExceeded(what: what)
+        }
+        return result
+    }
+}
+
+private final class ConnectionIDs: Sendable {
+    private let counter = Mutex<Int>(0)
+    func next() -> Int { counter.withLock { $0 += 1; return $0 } }
+}

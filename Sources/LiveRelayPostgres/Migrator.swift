@@ -1,0 +1,134 @@
+import Foundation
+import LiveRelayCore
+import Logging
+import PostgresNIO
+
+/// Applies `migrations/*.sql` (once each, in order, one transaction each) then `sql/*.sql` (every time).
+public struct Migrator: Sendable {
+    /// One SQL file to apply.
+    public struct Script: Sendable, Hashable {
+        public var name: String
+        public var sql: String
+        public var checksum: String { sha256Hex(sql) }
+    }
+
+    public var migrations: [Script]
+    public var repeatable: [Script]
+
+    public init(migrations: [Script], repeatable: [Script]) {
+        self.migrations = migrations.sorted { $0.name < $1.name }
+        self.repeatable = repeatable.sorted { $0.name < $1.name }
+    }
+
+    /// Reads the scripts from a project folder holding `migrations/` and `sql/`.
+    public init(directory: URL) throws {
+        func scripts(_ folder: String) throws -> [Script] {
+            let url = directory.appendingPathComponent(folder)
+            let names = try FileManager.default.contentsOfDirectory(atPath: url.path).filter { $0.hasSuffix(".sql") }
+            return try names.map { Script(name: $0, sql: try String(contentsOf: url.appendingPathComponent($0), encoding: .utf8)) }
+        }
+        self.init(migrations: try scripts("migrations"), repeatable: try scripts("sql"))
+    }
+
+    /// Finds the folder holding `migrations/`: `LIVERELAY_SQL_DIR`, the working directory, or next to the executable's package.
+    public static func locateDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL? {
+        var candidates: [URL] = []
+        if let explicit = environment["LIVERELAY_SQL_DIR"] { candidates.append(URL(fileURLWithPath: explicit)) }
+        candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+        var executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<5 {
+            candidates.append(executable)
+            executable.deleteLastPathComponent()
+        }
+        candidates.append(URL(fileURLWithPath: "/app"))
+        return candidates.first { FileManager.default.fileExists(atPath: $0.appendingPathComponent("migrations").path) }
+    }
+
+    /// What one run did.
+    public struct Report: Sendable {
+        public var applied: [String] = []
+        public var alreadyApplied: [String] = []
+        public var reapplied: [String] = []
+    }
+
+    /// Applies what is missing; refuses when an applied migration's file has changed since.
+    @discardableResult
+    public func run(on connection: PostgresConnection, logger: Logger) async throws -> Report {
+        var report = Report()
+        // One migrator at a time across all relays sharing the database.
+        try await connection.query("SELECT pg_advisory_lock(727384001)", logger: logger)
+        do {
+            try await connection.query("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version text PRIMARY KEY, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+                """, logger: logger)
+            var applied: [String: String] = [:]
+            for try await (version, checksum) in try await connection.query(
+                "SELECT version, checksum FROM schema_migrations", logger: logger
+            ).decode((String, String).self) {
+                applied[version] = checksum
+            }
+            for script in migrations {
+                if let checksum = applied[script.name] {
+                    guard checksum == script.checksum else { throw MigrationError.changedAfterApply(script.name) }
+                    report.alreadyApplied.append(script.name)
+                    continue
+                }
+                try await apply(script, on: connection, logger: logger) { connection in
+                    try await connection.query(
+                        "INSERT INTO schema_migrations (version, checksum) VALUES (\(script.name), \(script.checksum))",
+                        logger: logger)
+                }
+                report.applied.append(script.name)
+            }
+            for script in repeatable {
+                try await apply(script, on: connection, logger: logger) { _ in }
+                report.reapplied.append(script.name)
+            }
+        } catch {
+            _ = try? await connection.query("SELECT pg_advisory_unlock(727384001)", logger: logger)
+            throw error
+        }
+        try await connection.query("SELECT pg_advisory_unlock(727384001)", logger: logger)
+        return report
+    }
+
+    /// Whether every migration file has been applied (for `/ready`).
+    public func isUpToDate(on connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        var applied = Set<String>()
+        for try await version in try await connection.query("SELECT version FROM schema_migrations", logger: logger).decode(String.self) {
+            applied.insert(version)
+        }
+        return migrations.allSatisfy { applied.contains($0.name) }
+    }
+
+    private func apply(
+        _ script: Script, on connection: PostgresConnection, logger: Logger,
+        record: (PostgresConnection) async throws -> Void
+    ) async throws {
+        try await connection.query("BEGIN", logger: logger)
+        do {
+            _ = try await connection.simpleQuery(script.sql).get()
+            try await record(connection)
+            try await connection.query("COMMIT", logger: logger)
+        } catch {
+            _ = try? await connection.query("ROLLBACK", logger: logger)
+            throw MigrationError.failed(script.name, underlying: String(reflecting: error))
+        }
+    }
+}
+
+/// Why a migration run stopped.
+public enum MigrationError: Error, CustomStringConvertible {
+    case changedAfterApply(String)
+    case failed(String, underlying: String)
+
+    public var description: String {
+        switch self {
+        case .changedAfterApply(let name):
+            return "migration \(name) was changed after it was applied; add a new numbered migration instead of editing an applied one"
+        case .failed(let name, let underlying):
+            return "migration \(name) failed and was rolled back: \(underlying)"
+        }
+    }
+}

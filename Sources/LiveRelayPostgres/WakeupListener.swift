@@ -1,0 +1,136 @@
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// Listens for the triggers' wake-up on a dedicated connection and rings every consumer's doorbell.
+///
+/// It reconnects with backoff and rings everyone after every (re)connect, so what was committed while it was
+/// away is picked up by a re-scan. It also keeps this relay's row in `relay_wakeup`: writers only NOTIFY while
+/// some relay says it is idle (see migrations/002), which keeps NOTIFY's commit lock off busy writers.
+public final class WakeupListener: Service, Sendable {
+    public static let channel = "liverelay_wake"
+
+    private let connector: DatabaseConnector
+    private let logger: Logger
+    private let instanceID = UUID()
+    private let state = Mutex(State())
+    private let gateChanged = Doorbell()
+
+    private struct State {
+        var doorbells: [Doorbell] = []
+        var busy: Set<Int> = []
+        var connected = false
+        var reconnects = 0
+    }
+
+    public init(connector: DatabaseConnector, logger: Logger) {
+        self.connector = connector
+        self.logger = logger
+    }
+
+    /// Registers a consumer; returns its id and the doorbell to wait on.
+    public func register() -> (id: Int, doorbell: Doorbell) {
+        let doorbell = Doorbell()
+        let id = state.withLock { state in
+            state.doorbells.append(doorbell)
+            return state.doorbells.count - 1
+        }
+        return (id, doorbell)
+    }
+
+    /// Rings every consumer.
+    public func ringAll() {
+        for doorbell in state.withLock({ $0.doorbells }) { doorbell.ring() }
+    }
+
+    /// A consumer found work: writers need not wake us while it drains.
+    public func reportBusy(_ id: Int) {
+        let changed = state.withLock { state in state.busy.insert(id).inserted && state.busy.count == 1 }
+        if changed { gateChanged.ring() }
+    }
+
+    /// A consumer has drained everything it saw.
+    public func reportIdle(_ id: Int) {
+        let changed = state.withLock { state in state.busy.remove(id) != nil && state.busy.isEmpty }
+        if changed { gateChanged.ring() }
+    }
+
+    /// True while the LISTEN connection is up.
+    public var isConnected: Bool { state.withLock { $0.connected } }
+
+    public func run() async throws {
+        var backoff = Duration.milliseconds(100)
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                let connection = try await connector.connect(logger: logger)
+                backoff = .milliseconds(100)
+                do {
+                    try await cancelWhenGracefulShutdown {
+                        try await self.listen(on: connection)
+                    }
+                } catch {
+                    try? await connection.close()
+                    throw error
+                }
+                try? await connection.close()
+            } catch is CancellationError {
+                break
+            } catch {
+                state.withLock { $0.connected = false }
+                if Task.isShuttingDownGracefully || Task.isCancelled { break }
+                logger.warning("wake-up listener lost its connection; reconnecting", metadata: [
+                    "error": "\(String(describing: error))", "retry_in_ms": "\(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)",
+                ])
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(2))
+            }
+        }
+        state.withLock { $0.connected = false }
+        _ = try? await connector.withConnection(logger: logger) { connection in
+            try await connection.query("DELETE FROM relay_wakeup WHERE instance_id = \(self.instanceID)", logger: self.logger)
+        }
+    }
+
+    private func listen(on connection: PostgresConnection) async throws {
+        try await connection.listen(on: Self.channel) { notifications in
+            try await self.writeGate(on: connection)
+            self.state.withLock {
+                $0.connected = true
+                $0.reconnects += 1
+            }
+            // Re-scan everything after every (re)connect: nothing committed meanwhile is left behind.
+            self.ringAll()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for try await _ in notifications { self.ringAll() }
+                    throw ListenerClosed()
+                }
+                group.addTask {
+                    while !Task.isCancelled {
+                        await self.gateChanged.wait(timeout: .seconds(30))
+                        try await self.writeGate(on: connection)
+                    }
+                }
+                defer { group.cancelAll() }
+                try await group.next()
+            }
+        }
+    }
+
+    /// Publishes whether this relay is idle; when it becomes idle, consumers re-scan once so that a write
+    /// that read "busy" just before the flag flipped is not left waiting for the poll.
+    private func writeGate(on connection: PostgresConnection) async throws {
+        let idle = state.withLock { $0.busy.isEmpty }
+        try await connection.query("""
+            INSERT INTO relay_wakeup (instance_id, idle, updated_at) VALUES (\(instanceID), \(idle), now())
+            ON CONFLICT (instance_id) DO UPDATE SET idle = excluded.idle, updated_at = excluded.updated_at
+            """, logger: logger)
+        if idle { ringAll() }
+    }
+}
+
+struct ListenerClosed: Error, CustomStringConvertible {
+    var description: String { "the LISTEN connection closed" }
+}

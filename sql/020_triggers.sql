@@ -1,0 +1,135 @@
+-- What a SQL write does (DESIGN.md): triggers record deliveries and broadcast events in the writer's transaction.
+-- Statement-level triggers with transition tables: one pass per statement, however many rows it touches.
+
+-- Wake idle relays. Gated by relay_wakeup so that busy relays (which re-scan until the outbox is empty)
+-- do not make every writer take NOTIFY's commit lock.
+CREATE OR REPLACE FUNCTION liverelay_wake() RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM relay_wakeup WHERE idle) THEN
+        PERFORM pg_notify('liverelay_wake', '');
+    END IF;
+END $$;
+
+-- After rows land in delivery_outbox or broadcast_log.
+CREATE OR REPLACE FUNCTION liverelay_queue_inserted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM inserted_rows) THEN
+        PERFORM liverelay_wake();
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE TRIGGER delivery_outbox_wake
+    AFTER INSERT ON delivery_outbox REFERENCING NEW TABLE AS inserted_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION liverelay_queue_inserted();
+
+-- updated_at follows every write.
+CREATE OR REPLACE FUNCTION liverelay_touch() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.updated_at := now();
+    RETURN NEW;
+END $$;
+
+CREATE OR REPLACE TRIGGER activity_registration_touch
+    BEFORE UPDATE ON activity_registration FOR EACH ROW EXECUTE FUNCTION liverelay_touch();
+CREATE OR REPLACE TRIGGER device_registration_touch
+    BEFORE UPDATE ON device_registration FOR EACH ROW EXECUTE FUNCTION liverelay_touch();
+CREATE OR REPLACE TRIGGER device_live_activity_message_touch
+    BEFORE UPDATE ON device_live_activity_message FOR EACH ROW EXECUTE FUNCTION liverelay_touch();
+
+-- UPDATE activity_registration: content_state of an active activity → update; active → ended → end.
+CREATE OR REPLACE FUNCTION liverelay_activity_updated() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    oversized record;
+BEGIN
+    SELECT n.session_id, liverelay_json_compact_length(p.payload) AS size INTO oversized
+    FROM new_rows n
+    JOIN old_rows o ON o.id = n.id
+    LEFT JOIN device_live_activity_message m ON m.device_uuid = n.device_uuid
+    CROSS JOIN LATERAL (SELECT liverelay_activity_payload(
+        CASE WHEN n.status = 'ended' THEN 'end' ELSE 'update' END,
+        liverelay_merge_note(n.content_state, m.device_uuid IS NOT NULL, m.message),
+        n.stale_date, n.dismissal_date, n.relevance_score) AS payload) p
+    WHERE ((n.status = 'ended' AND o.status = 'active')
+        OR (n.status = 'active' AND n.content_state IS DISTINCT FROM o.content_state))
+      AND liverelay_payload_too_large(p.payload)
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'LiveRelay: the APNs payload for session % would be % bytes; APNs accepts at most 4096',
+                oversized.session_id, oversized.size
+            USING ERRCODE = 'check_violation',
+                  HINT = 'Shorten content_state (or the device''s live activity message); nothing was changed.';
+    END IF;
+
+    WITH events AS (
+        SELECT n.id, n.secret_hash, n.session_id, n.device_uuid, n.status, n.content_state,
+               CASE WHEN n.status = 'ended' THEN 'end' ELSE 'update' END AS event
+        FROM new_rows n
+        JOIN old_rows o ON o.id = n.id
+        WHERE (n.status = 'ended' AND o.status = 'active')
+           OR (n.status = 'active' AND n.content_state IS NOT NULL AND n.content_state IS DISTINCT FROM o.content_state)
+    ), queued AS (
+        INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id)
+        SELECT 'activity', id, event, secret_hash, session_id FROM events ORDER BY id
+    )
+    INSERT INTO broadcast_log (channels, event, data)
+    SELECT CASE WHEN device_uuid IS NULL THEN ARRAY['session:' || session_id]
+                ELSE ARRAY['session:' || session_id, 'device:' || device_uuid] END,
+           'activity-' || event,
+           jsonb_build_object('session_id', session_id, 'device_uuid', device_uuid, 'status', status,
+                              'content_state', content_state)
+    FROM events ORDER BY id;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE TRIGGER activity_registration_deliver
+    AFTER UPDATE ON activity_registration REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION liverelay_activity_updated();
+
+-- INSERT/UPDATE device_live_activity_message: an event on device:<uuid>, and an update push to every active
+-- activity of that device with the message merged in as "note".
+CREATE OR REPLACE FUNCTION liverelay_message_written() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    oversized record;
+BEGIN
+    SELECT a.session_id, liverelay_json_compact_length(p.payload) AS size INTO oversized
+    FROM new_rows m
+    JOIN activity_registration a ON a.device_uuid = m.device_uuid AND a.status = 'active'
+    CROSS JOIN LATERAL (SELECT liverelay_activity_payload('update',
+        liverelay_merge_note(a.content_state, true, m.message), a.stale_date, NULL, a.relevance_score) AS payload) p
+    WHERE liverelay_payload_too_large(p.payload)
+    LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'LiveRelay: with this message the APNs payload for session % would be % bytes; APNs accepts at most 4096',
+                oversized.session_id, oversized.size
+            USING ERRCODE = 'check_violation', HINT = 'Shorten the message; nothing was changed.';
+    END IF;
+
+    INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id)
+    SELECT 'activity', a.id, 'update', a.secret_hash, a.session_id
+    FROM new_rows m
+    JOIN activity_registration a ON a.device_uuid = m.device_uuid AND a.status = 'active'
+    ORDER BY a.id;
+
+    INSERT INTO broadcast_log (channels, event, data)
+    SELECT ARRAY['device:' || m.device_uuid], 'live-activity-message',
+           jsonb_build_object('device_uuid', m.device_uuid, 'message', m.message)
+    FROM new_rows m ORDER BY m.device_uuid;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE TRIGGER device_live_activity_message_insert_deliver
+    AFTER INSERT ON device_live_activity_message REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION liverelay_message_written();
+CREATE OR REPLACE TRIGGER device_live_activity_message_update_deliver
+    AFTER UPDATE ON device_live_activity_message REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION liverelay_message_written();
+
+CREATE OR REPLACE TRIGGER broadcast_log_notify
+    AFTER INSERT ON broadcast_log REFERENCING NEW TABLE AS inserted_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION liverelay_queue_inserted();
