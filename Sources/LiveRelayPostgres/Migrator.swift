@@ -108,7 +108,9 @@ public struct Migrator: Sendable {
     ) async throws {
         try await connection.query("BEGIN", logger: logger)
         do {
-            _ = try await connection.simpleQuery(script.sql).get()
+            for statement in SQLScript.statements(script.sql) {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
             try await record(connection)
             try await connection.query("COMMIT", logger: logger)
         } catch {

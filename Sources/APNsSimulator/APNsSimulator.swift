@@ -1,0 +1,127 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdHTTP2
+import LiveRelayCore
+import Logging
+import NIOCore
+import Synchronization
+
+/// An APNs-compatible HTTP/2 + TLS server: Apple's provider API (`POST /3/device/<token>`) with ES256 token checks,
+/// Apple's header and payload rules and reasons, fault injection, and a record of every accepted push.
+///
+/// `POST /3/device/<token>` is production; `POST /sandbox/3/device/<token>` is the sandbox (point `APNS_SANDBOX_URL`
+/// at `https://host:port/sandbox`). Control routes: `GET/DELETE /sim/pushes`, `GET/POST /sim/faults`, `GET /sim/stats`.
+public final class APNsSimulator: Sendable {
+    /// Who may send: the public half of the relay's `.p8` key, and optionally the expected key and team IDs.
+    public struct Credentials: Sendable {
+        /// The public key, X9.63 bytes.
+        let publicKeyBytes: Data
+        public var keyID: String?
+        public var teamID: String?
+        public var publicKey: P256.Signing.PublicKey { try! P256.Signing.PublicKey(x963Representation: publicKeyBytes) }
+        public init(publicKey: P256.Signing.PublicKey, keyID: String? = nil, teamID: String? = nil) {
+            self.publicKeyBytes = publicKey.x963Representation
+            self.keyID = keyID
+            self.teamID = teamID
+        }
+    }
+
+    struct State {
+        var faults = SimulatorFaults()
+        var pushes: [RecordedPush] = []
+        var sequence = 0
+        var responses: [String: Int] = [:]
+        var providerTokens: [String: Int64] = [:]
+    }
+
+    let credentials: Credentials
+    let certificate: SimulatorCertificate
+    let state = Mutex(State())
+    let logger: Logger
+    let printPushes: Bool
+    /// The most pushes kept in memory (oldest dropped first).
+    let capacity = 1_000_000
+
+    public init(credentials: Credentials, certificate: SimulatorCertificate, faults: SimulatorFaults = .init(),
+                printPushes: Bool = true, logger: Logger) {
+        self.credentials = credentials
+        self.certificate = certificate
+        self.printPushes = printPushes
+        self.logger = logger
+        state.withLock { $0.faults = faults }
+    }
+
+    /// The HTTP/2 + TLS application; run it as a `Service`.
+    public func application(host: String, port: Int, onReady: (@Sendable (Int) async -> Void)? = nil) throws -> some ApplicationProtocol {
+        let router = Router()
+        router.post("3/device/:token") { request, context in
+            await self.handlePush(request, context: context, environment: "production")
+        }
+        router.post(":environment/3/device/:token") { request, context in
+            await self.handlePush(request, context: context, environment: context.parameters.get("environment") ?? "production")
+        }
+        router.get("sim/pushes") { request, _ in
+            let since = request.uri.queryParameters.get("since", as: Int.self) ?? 0
+            let pushes = self.pushes(since: since)
+            return try Self.json(.ok, PushList(pushes: pushes))
+        }
+        router.delete("sim/pushes") { _, _ in
+            self.state.withLock { $0.pushes.removeAll() }
+            return Response(status: .noContent)
+        }
+        router.get("sim/faults") { _, _ in try Self.json(.ok, self.state.withLock { $0.faults }) }
+        router.post("sim/faults") { request, context in
+            let faults = try await request.decode(as: SimulatorFaults.self, context: context)
+            self.state.withLock { $0.faults = faults }
+            return try Self.json(.ok, faults)
+        }
+        router.get("sim/stats") { _, _ in
+            let stats = self.state.withLock { state in
+                Stats(accepted: state.pushes.count, responses: state.responses,
+                      providerTokensIssuedAt: state.providerTokens.values.sorted())
+            }
+            return try Self.json(.ok, stats)
+        }
+        return Application(
+            router: router,
+            server: try .http2Upgrade(tlsConfiguration: certificate.serverTLSConfiguration()),
+            configuration: .init(address: .hostname(host, port: port), serverName: "apns-sim"),
+            onServerRunning: { channel in await onReady?(channel.localAddress?.port ?? port) },
+            logger: logger)
+    }
+
+    /// Accepted pushes with a sequence above `since`.
+    public func pushes(since: Int = 0) -> [RecordedPush] {
+        state.withLock { state in
+            guard let first = state.pushes.first, since >= first.sequence else { return state.pushes }
+            return Array(state.pushes[(since - first.sequence + 1)...])
+        }
+    }
+
+    /// Replaces the faults.
+    public func setFaults(_ faults: SimulatorFaults) {
+        state.withLock { $0.faults = faults }
+    }
+
+    /// Responses given so far, by status code.
+    public func responseCounts() -> [String: Int] { state.withLock { $0.responses } }
+
+    /// Issue times of the distinct provider tokens seen.
+    public func providerTokenIssueTimes() -> [Int64] { state.withLock { $0.providerTokens.values.sorted() } }
+
+    struct PushList: Codable { var pushes: [RecordedPush] }
+    struct Stats: Codable {
+        var accepted: Int
+        var responses: [String: Int]
+        var providerTokensIssuedAt: [Int64]
+    }
+
+    static func json<Value: Encodable>(_ status: HTTPResponse.Status, _ value: Value) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Response(status: status, headers: [.contentType: "application/json"],
+                        body: .init(byteBuffer: ByteBuffer(data: try encoder.encode(value))))
+    }
+}

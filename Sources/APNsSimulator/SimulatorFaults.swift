@@ -1,0 +1,50 @@
+import Foundation
+import LiveRelayCore
+
+/// Faults the simulator injects, set by flags at start or by `POST /sim/faults` at run time.
+public struct SimulatorFaults: Sendable, Codable, Equatable {
+    /// Tokens answered with an APNs reason: `Unregistered`/`ExpiredToken` (410), `BadDeviceToken`,
+    /// `DeviceTokenNotForTopic` (400), or any other reason (400).
+    public var tokenErrors: [String: String] = [:]
+    /// Tokens that exist only in the sandbox: the production path answers 400 `BadDeviceToken`.
+    public var sandboxTokens: [String] = []
+    /// Share of requests answered 503 `ServiceUnavailable`.
+    public var rate503: Double = 0
+    /// Share of requests answered 429 `TooManyRequests` (with `retry-after`).
+    public var rate429: Double = 0
+    /// The `retry-after` seconds sent with 429/503.
+    public var retryAfterSeconds: Int?
+    /// Extra time before answering, milliseconds.
+    public var delayMilliseconds: Int = 0
+    /// Provider tokens issued before this epoch second are answered 403 `ExpiredProviderToken`.
+    public var expireProviderTokensIssuedBefore: Int64?
+
+    public init() {}
+
+    /// The status for an APNs reason.
+    static func status(for reason: String) -> Int {
+        switch reason {
+        case "Unregistered", "ExpiredToken": return 410
+        case "TooManyRequests": return 429
+        case "ServiceUnavailable", "Shutdown": return 503
+        case "InternalServerError": return 500
+        default: return 400
+        }
+    }
+}
+
+/// One push the simulator accepted.
+public struct RecordedPush: Sendable, Codable, Equatable {
+    public var sequence: Int
+    public var token: String
+    public var environment: String
+    public var pushType: String?
+    public var topic: String?
+    public var priority: String?
+    public var expiration: String?
+    public var apnsID: String
+    public var providerTokenIssuedAt: Int64
+    /// When it arrived, epoch seconds with microseconds.
+    public var receivedAt: Double
+    public var payload: JSONValue
+}

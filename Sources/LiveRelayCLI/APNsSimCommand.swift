@@ -1,0 +1,75 @@
+import APNsSimulator
+import ArgumentParser
+import Crypto
+import Foundation
+import Hummingbird
+import LiveRelayCore
+
+struct APNsSimCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apns-sim",
+        abstract: "An APNs-compatible HTTP/2 + TLS server that records every accepted push.",
+        discussion: """
+            Production path: https://HOST:PORT/3/device/<token>; sandbox: https://HOST:PORT/sandbox/3/device/<token>.
+            Control: GET/DELETE /sim/pushes, GET/POST /sim/faults, GET /sim/stats.
+            """)
+
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "Port to listen on.") var port = 8443
+    @Option(help: "Where to write the CA certificate the relay must trust (APNS_CA_FILE).") var caOut = ".liverelay/apns-sim-ca.pem"
+    @Option(help: "The relay's .p8 key (its public half verifies provider tokens). Generated when absent.") var keyFile = ".liverelay/apns-key.p8"
+    @Option(help: "Expected key ID (kid) of provider tokens.") var keyId: String?
+    @Option(help: "Expected team ID (iss) of provider tokens.") var teamId: String?
+    @Option(name: .customLong("fail-token"), help: "TOKEN=REASON: answer this token with an APNs reason (e.g. Unregistered).")
+    var failTokens: [String] = []
+    @Option(name: .customLong("sandbox-token"), help: "A token that exists only in the sandbox.") var sandboxTokens: [String] = []
+    @Option(help: "Share of requests answered 503.") var rate503 = 0.0
+    @Option(help: "Share of requests answered 429.") var rate429 = 0.0
+    @Option(help: "retry-after seconds sent with 429/503.") var retryAfter: Int?
+    @Flag(help: "Do not print a line per push.") var quiet = false
+
+    func run() async throws {
+        let logger = bootstrapLogging()
+        let key = try DevKeys.loadOrCreateKey(at: keyFile)
+        let certificate = try SimulatorCertificate.generate()
+        try DevKeys.write(certificate.caPEM, to: caOut)
+        var faults = SimulatorFaults()
+        for entry in failTokens {
+            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+            guard parts.count == 2 else { throw ValidationError("--fail-token takes TOKEN=REASON, got \(entry)") }
+            faults.tokenErrors[parts[0]] = parts[1]
+        }
+        faults.sandboxTokens = sandboxTokens
+        faults.rate503 = rate503
+        faults.rate429 = rate429
+        faults.retryAfterSeconds = retryAfter
+        let simulator = APNsSimulator(
+            credentials: .init(publicKey: key.publicKey, keyID: keyId, teamID: teamId), certificate: certificate,
+            faults: faults, printPushes: !quiet, logger: logger)
+        let app = try simulator.application(host: host, port: port) { port in
+            print("apns-sim listening on https://\(host):\(port) (sandbox: https://\(host):\(port)/sandbox)")
+            print("  trust its CA with APNS_CA_FILE=\(caOut); sign with APNS_PRIVATE_KEY_FILE=\(keyFile)")
+            fflush(nil)
+        }
+        try await app.runService()
+    }
+}
+
+/// The development key pair and files of `liverelay dev` and `apns-sim`.
+enum DevKeys {
+    static func loadOrCreateKey(at path: String) throws -> P256.Signing.PrivateKey {
+        if let pem = try? String(contentsOfFile: path, encoding: .utf8) {
+            return try P256.Signing.PrivateKey(pemRepresentation: pem)
+        }
+        let key = P256.Signing.PrivateKey()
+        try write(key.pemRepresentation, to: path, permissions: 0o600)
+        return key
+    }
+
+    static func write(_ text: String, to path: String, permissions: Int = 0o644) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        try FileManager.default.setAttributes([.posixPermissions: permissions], ofItemAtPath: path)
+    }
+}

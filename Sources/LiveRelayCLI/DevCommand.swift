@@ -1,0 +1,148 @@
+import APNsSimulator
+import ArgumentParser
+import Foundation
+import Hummingbird
+import LiveRelayCore
+import LiveRelayPostgres
+import LiveRelayServer
+import Logging
+
+struct DevCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dev",
+        abstract: "Run everything locally: a private PostgreSQL under .liverelay/, the APNs simulator, and the relay.")
+
+    @Option(help: "Folder for the cluster, keys and certificates.") var stateDirectory = ".liverelay"
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let logger = bootstrapLogging()
+        let state = URL(fileURLWithPath: stateDirectory).standardizedFileURL.path
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+
+        // PostgreSQL: created once, started now, stopped when we stop.
+        let postgres = try startPostgres(state: state)
+        defer { try? postgres.stop() }
+        let databaseURL = environment["DATABASE_URL"] ?? postgres.url(database: "liverelay")
+        if environment["DATABASE_URL"] == nil { try postgres.createDatabase("liverelay") }
+
+        // APNs: the simulator unless real credentials are configured.
+        let useSimulator = environment["APNS_KEY_ID"] == nil
+        let keyPath = state + "/apns-key.p8"
+        let key = try DevKeys.loadOrCreateKey(at: keyPath)
+        let certificate = try SimulatorCertificate.generate()
+        let caPath = state + "/apns-sim-ca.pem"
+        try DevKeys.write(certificate.caPEM, to: caPath)
+        let simulator = APNsSimulator(
+            credentials: .init(publicKey: key.publicKey, keyID: "LRDEVKEY01", teamID: "LRDEVTEAM1"),
+            certificate: certificate, logger: logger)
+        let (simPorts, simPortSink) = AsyncStream.makeStream(of: Int.self)
+        let simApp = try simulator.application(host: "127.0.0.1", port: 0) { port in
+            simPortSink.yield(port)
+            simPortSink.finish()
+        }
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            if useSimulator {
+                group.addTask { try await simApp.runService(gracefulShutdownSignals: []) }
+            } else {
+                simPortSink.finish()
+            }
+            var relayEnvironment = environment
+            relayEnvironment["DATABASE_URL"] = databaseURL
+            var simPort: Int?
+            for await port in simPorts { simPort = port }
+            if useSimulator, let simPort {
+                relayEnvironment["APNS_TEAM_ID"] = "LRDEVTEAM1"
+                relayEnvironment["APNS_KEY_ID"] = "LRDEVKEY01"
+                relayEnvironment["APNS_PRIVATE_KEY_FILE"] = keyPath
+                relayEnvironment["APNS_PRODUCTION_URL"] = "https://127.0.0.1:\(simPort)"
+                relayEnvironment["APNS_SANDBOX_URL"] = "https://127.0.0.1:\(simPort)/sandbox"
+                relayEnvironment["APNS_CA_FILE"] = caPath
+            }
+            let configuration: RelayConfiguration
+            do { configuration = try RelayConfiguration.fromEnvironment(relayEnvironment) } catch { fail("\(error)") }
+            let server = try RelayServer(configuration: configuration, migrator: try loadMigrator(), logger: logger)
+            _ = try await server.migrate()
+            try await seedDemo(databaseURL: databaseURL, logger: logger)
+            let shownSimPort = useSimulator ? simPort : nil
+            group.addTask {
+                try await server.run { port in
+                    printWelcome(httpPort: port, databaseURL: databaseURL, simPort: shownSimPort)
+                }
+            }
+            // The relay returns on Ctrl-C (graceful shutdown); then stop the simulator too.
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func startPostgres(state: String) throws -> LocalPostgres {
+        var dataDirectory = state + "/pg"
+        if !LocalPostgres.serverUserCanReach(state) {
+            // The postgres user cannot enter this project folder (for example a private temp folder):
+            // keep the cluster where it can, and leave a pointer in .liverelay/.
+            let fallback = "/var/tmp/liverelay-" + String(sha256Hex(state).prefix(12))
+            try FileManager.default.createDirectory(atPath: fallback, withIntermediateDirectories: true)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: fallback)
+            try? Data((fallback + "/pg\n").utf8).write(to: URL(fileURLWithPath: state + "/pg-location"))
+            dataDirectory = fallback + "/pg"
+        }
+        let portFile = state + "/pg-port"
+        let port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            ?? LocalPostgres.freePort()
+        try Data("\(port)\n".utf8).write(to: URL(fileURLWithPath: portFile))
+        let postgres = try LocalPostgres(dataDirectory: dataDirectory, port: port)
+        if !postgres.isInitialized {
+            print("creating a PostgreSQL cluster in \(dataDirectory) …")
+            fflush(nil)
+        }
+        try postgres.initializeIfNeeded()
+        try postgres.start()
+        return postgres
+    }
+
+    private func seedDemo(databaseURL: String, logger: Logger) async throws {
+        let connector = try DatabaseConnector(url: databaseURL)
+        try await connector.withConnection(logger: logger) { connection in
+            let hash = secretHash(DevDemo.secret)
+            try await connection.query("""
+                INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env, device_uuid,
+                                                   attributes_type, attributes, content_state)
+                VALUES (\(hash), \(DevDemo.sessionID), \(DevDemo.activityToken), \(DevDemo.bundleID), 'sandbox',
+                        \(DevDemo.deviceUUID)::uuid, 'SessionActivityAttributes', '{"sessionId": "demo-session"}',
+                        '{"status": "working", "sessionTitle": "Demo", "lastMessage": "Starting", "retryInfo": null}')
+                ON CONFLICT (secret_hash, session_id) DO NOTHING
+                """, logger: logger)
+        }
+    }
+}
+
+/// The demo activity `liverelay dev` registers.
+enum DevDemo {
+    static let secret = "liverelay-demo-secret"
+    static let sessionID = "demo-session"
+    static let activityToken = String(repeating: "deadbeef", count: 8)
+    static let bundleID = "dev.liverelay.demo"
+    static let deviceUUID = "00000000-0000-4000-8000-000000000001"
+}
+
+private func printWelcome(httpPort: Int, databaseURL: String, simPort: Int?) {
+    var lines = [
+        "",
+        "LiveRelay is running. Ctrl-C stops the relay, the simulator and PostgreSQL.",
+        "  Relay:     http://127.0.0.1:\(httpPort)/  (health: /health, readiness: /ready)",
+        "  psql:      psql \"\(databaseURL)\"",
+    ]
+    if let simPort {
+        lines.append("  APNs sim:  https://127.0.0.1:\(simPort)  (every accepted push is printed below as 'apns-sim: 200 …')")
+    }
+    lines += [
+        "",
+        "Paste this into psql and watch the push arrive:",
+        "  UPDATE activity_registration SET content_state = '{\"status\": \"working\", \"sessionTitle\": \"Demo\", \"lastMessage\": \"Hello from SQL\", \"retryInfo\": null}' WHERE session_id = '\(DevDemo.sessionID)';",
+        "",
+    ]
+    print(lines.joined(separator: "\n"))
+    fflush(nil)
+}

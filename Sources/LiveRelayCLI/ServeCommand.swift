@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import LiveRelayCore
+import LiveRelayPostgres
+import LiveRelayServer
+
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve", abstract: "Run the relay, configured by the environment (see README).")
+
+    func run() async throws {
+        let configuration: RelayConfiguration
+        do {
+            configuration = try RelayConfiguration.fromEnvironment(ProcessInfo.processInfo.environment)
+        } catch {
+            fail("\(error)")
+        }
+        let logger = bootstrapLogging(level: configuration.logLevel)
+        let migrator = try loadMigrator()
+        let server: RelayServer
+        do {
+            server = try RelayServer(configuration: configuration, migrator: migrator, logger: logger)
+        } catch {
+            fail("liverelay: configuration error: \(error)")
+        }
+        do {
+            let report = try await server.migrate()
+            if !report.applied.isEmpty { logger.notice("applied migrations", metadata: ["applied": "\(report.applied)"]) }
+        } catch {
+            fail("liverelay: cannot prepare the database: \(String(describing: error))")
+        }
+        try await server.run()
+    }
+}
+
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate", abstract: "Apply migrations/*.sql, then sql/*.sql, to DATABASE_URL.")
+
+    func run() async throws {
+        let logger = bootstrapLogging()
+        guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
+            fail("liverelay: configuration error: DATABASE_URL is required (a postgres:// URL)")
+        }
+        let connector: DatabaseConnector
+        do { connector = try DatabaseConnector(url: url) } catch { fail("liverelay: configuration error: \(error)") }
+        let migrator = try loadMigrator()
+        do {
+            let report = try await connector.withConnection(logger: logger) { connection in
+                try await migrator.run(on: connection, logger: logger)
+            }
+            for name in report.applied { print("applied   migrations/\(name)") }
+            if report.applied.isEmpty { print("migrations up to date (\(report.alreadyApplied.count) applied)") }
+            for name in report.reapplied { print("reapplied sql/\(name)") }
+        } catch {
+            fail("liverelay: migrate failed: \(String(describing: error))")
+        }
+    }
+}
+
+/// The SQL files, found beside the working directory or the executable.
+func loadMigrator() throws -> Migrator {
+    guard let directory = Migrator.locateDirectory() else {
+        fail("liverelay: cannot find the migrations/ folder: run from the project folder or set LIVERELAY_SQL_DIR")
+    }
+    return try Migrator(directory: directory)
+}

@@ -1,0 +1,159 @@
+import Foundation
+import LiveRelayAPNs
+import LiveRelayCore
+import LiveRelayPostgres
+import Logging
+import NIOCore
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// Claims due outbox rows, sends them to APNs and records every outcome, one transaction per batch.
+///
+/// A crash at any point rolls the batch back: the rows are claimed again and the worst case is a resend of
+/// the batch that was in flight.
+public final class DeliveryWorker: Service, Sendable {
+    private let connector: DatabaseConnector
+    private let listener: WakeupListener
+    private let sender: PushSender
+    private let configuration: DeliveryConfiguration
+    private let logger: Logger
+    private let store: OutboxStore
+    private let planner = DeliveryPlanner()
+    private let gateID: Int
+    private let doorbell: Doorbell
+    private let stopping = Mutex(false)
+
+    public init(connector: DatabaseConnector, listener: WakeupListener, sender: PushSender,
+                configuration: DeliveryConfiguration, logger: Logger) {
+        self.connector = connector
+        self.listener = listener
+        self.sender = sender
+        self.configuration = configuration
+        self.logger = logger
+        self.store = OutboxStore(logger: logger)
+        (self.gateID, self.doorbell) = listener.register()
+    }
+
+    public func run() async throws {
+        await withGracefulShutdownHandler {
+            await self.loop()
+        } onGracefulShutdown: {
+            self.stopping.withLock { $0 = true }
+            self.doorbell.ring()
+        }
+    }
+
+    private var isStopping: Bool { stopping.withLock { $0 } || Task.isCancelled }
+
+    private func loop() async {
+        var backoff = Duration.milliseconds(100)
+        let poll = Duration.milliseconds(configuration.pollIntervalMilliseconds)
+        while !isStopping {
+            do {
+                let connection = try await connector.connect(logger: logger)
+                defer { let _: EventLoopFuture<Void> = connection.close() }
+                backoff = .milliseconds(100)
+                while !isStopping {
+                    let result = try await runBatch(on: connection)
+                    if result.processed > 0 {
+                        listener.reportBusy(gateID)
+                        // Others may be waiting on an activity this batch held, or there may be more than one batch of work.
+                        listener.ringAll()
+                    } else if result.claimed > 0 {
+                        // Everything claimed belongs to activities another relay is sending right now.
+                        await doorbell.wait(timeout: min(poll, .milliseconds(20)))
+                    } else {
+                        listener.reportIdle(gateID)
+                        await doorbell.wait(timeout: poll)
+                    }
+                }
+            } catch {
+                listener.reportIdle(gateID)
+                if isStopping { break }
+                logger.warning("delivery worker lost its database connection; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(2))
+            }
+        }
+        listener.reportIdle(gateID)
+    }
+
+    /// One batch: claim, lock activities, build, send, record, commit.
+    func runBatch(on connection: PostgresConnection) async throws -> (claimed: Int, processed: Int) {
+        try await connection.withTransaction(logger: logger) { connection in
+            let (rows, now) = try await store.claim(limit: configuration.batchSize, on: connection)
+            guard !rows.isEmpty else { return (0, 0) }
+            var seen = Set<UUID>()
+            let activityIDs = rows.compactMap(\.activityID).filter { seen.insert($0).inserted }
+            let locked = try await store.lockActivities(activityIDs, on: connection)
+            let snapshots = try await store.snapshots(locked, on: connection)
+            let plan = planner.plan(rows: rows, snapshots: snapshots, lockedActivities: locked, now: now)
+
+            var outcome = BatchOutcome()
+            for settled in plan.settled {
+                outcome.finishedRowIDs.append(settled.row.id)
+                outcome.logs.append(DeliveryLogEntry(
+                    row: settled.row, status: settled.status, error: settled.reason, pushType: "liveactivity",
+                    environment: nil, token: nil, apnsStatus: nil, apnsReason: nil, latencyMilliseconds: nil))
+            }
+            let results = await sender.sendAll(plan.pushes)
+            for (push, result) in zip(plan.pushes, results) {
+                record(result, of: push, into: &outcome)
+            }
+            try await store.record(outcome, on: connection)
+            return (rows.count, plan.settled.count + plan.pushes.reduce(0) { $0 + $1.rows.count })
+        }
+    }
+
+    private func record(_ result: PushSender.Result, of push: DeliveryPlanner.Push, into outcome: inout BatchOutcome) {
+        let newest = push.rows[0]
+        let latency = (Date().timeIntervalSince1970 - newest.enqueuedAt) * 1000
+        let request = push.request
+        func log(_ row: OutboxRow, _ status: String, _ error: String?, response: APNsResponse?, environment: APNsEnvironment) -> DeliveryLogEntry {
+            DeliveryLogEntry(
+                row: row, status: status, error: error, pushType: request.pushType.rawValue, environment: environment.rawValue,
+                token: request.deviceToken, apnsStatus: response?.status, apnsReason: response?.reason,
+                latencyMilliseconds: row.id == newest.id ? latency : nil)
+        }
+        func finish(_ status: String, _ error: String?, response: APNsResponse?, environment: APNsEnvironment) {
+            outcome.finishedRowIDs += push.rows.map(\.id)
+            outcome.logs.append(log(newest, status, error, response: response, environment: environment))
+            outcome.logs += push.rows.dropFirst().map { log($0, "coalesced", "superseded by outbox row \(newest.id)", response: nil, environment: environment) }
+        }
+        switch result.decision {
+        case .sent:
+            finish("sent", nil, response: result.response, environment: result.environment)
+            if let activityID = push.activityID, let hash = push.stateHash {
+                outcome.sentStates.append(.init(activityID: activityID, timestamp: push.timestamp, stateHash: hash))
+            }
+            if result.environment != request.environment {
+                outcome.environmentChanges.append(.init(token: request.deviceToken, environment: result.environment))
+            }
+        case .invalidateToken, .tryOtherEnvironment:
+            let reason = result.response?.reason ?? "InvalidToken"
+            finish("failed", "token invalidated: \(reason)", response: result.response, environment: result.environment)
+            logger.info("token invalidated", metadata: ["token": "\(redactedToken(request.deviceToken))", "reason": "\(reason)"])
+            switch newest.kind {
+            case .activity: if let id = push.activityID { outcome.deadActivityTokens.append((id, request.deviceToken)) }
+            case .alert: outcome.deadDeviceTokens.append(request.deviceToken)
+            case .start: outcome.deadStartTokens.append(request.deviceToken)
+            }
+        case .retry(let retryAfter):
+            let attempts = push.rows.map(\.attempts).max() ?? 0
+            let age = Date().timeIntervalSince1970 - (push.rows.map(\.enqueuedAt).min() ?? newest.enqueuedAt)
+            let error = result.error ?? "APNs \(result.response?.status ?? 0) \(result.response?.reason ?? "")"
+            if let delay = configuration.retry.nextDelay(
+                afterAttempt: attempts + 1, ageSeconds: age, retryAfterSeconds: retryAfter, random: Double.random(in: 0...1)) {
+                outcome.retries += push.rows.map { .init(rowID: $0.id, delaySeconds: delay, error: error) }
+                outcome.logs.append(log(newest, "retrying", "\(error); next attempt in \(Int(delay * 1000)) ms",
+                                        response: result.response, environment: result.environment))
+            } else {
+                finish("failed", "gave up after \(attempts + 1) attempts: \(error)", response: result.response, environment: result.environment)
+            }
+        case .refreshProviderToken, .fail:
+            finish("failed", result.response?.reason ?? result.error ?? "rejected", response: result.response, environment: result.environment)
+        }
+    }
+}
+
