@@ -52,7 +52,12 @@ public struct DatabaseConnector: Sendable {
         let configuration = self.configuration
         let id = ids.next()
         return try await withDeadline(connectTimeout, what: "connecting to PostgreSQL") {
-            try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
+            let connection = try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
+            if Task.isCancelled {
+                try? await connection.close()
+                throw CancellationError()
+            }
+            return connection
         }
     }
 

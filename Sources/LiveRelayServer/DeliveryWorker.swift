@@ -52,22 +52,14 @@ public final class DeliveryWorker: Service, Sendable {
         while !isStopping {
             do {
                 let connection = try await connector.connect(logger: logger)
-                defer { let _: EventLoopFuture<Void> = connection.close() }
                 backoff = .milliseconds(100)
-                while !isStopping {
-                    let result = try await runBatch(on: connection)
-                    if result.processed > 0 {
-                        listener.reportBusy(gateID)
-                        // Others may be waiting on an activity this batch held, or there may be more than one batch of work.
-                        listener.ringAll()
-                    } else if result.claimed > 0 {
-                        // Everything claimed belongs to activities another relay is sending right now.
-                        await doorbell.wait(timeout: min(poll, .milliseconds(20)))
-                    } else {
-                        listener.reportIdle(gateID)
-                        await doorbell.wait(timeout: poll)
-                    }
+                do {
+                    try await drain(on: connection, poll: poll)
+                } catch {
+                    try? await connection.close()
+                    throw error
                 }
+                try? await connection.close()
             } catch {
                 listener.reportIdle(gateID)
                 if isStopping { break }
@@ -77,6 +69,24 @@ public final class DeliveryWorker: Service, Sendable {
             }
         }
         listener.reportIdle(gateID)
+    }
+
+    /// Runs batches until stopped, waiting for the doorbell whenever there is nothing to do.
+    private func drain(on connection: PostgresConnection, poll: Duration) async throws {
+        while !isStopping {
+            let result = try await runBatch(on: connection)
+            if result.processed > 0 {
+                listener.reportBusy(gateID)
+                // Others may be waiting on an activity this batch held, or there may be more than one batch of work.
+                listener.ringAll()
+            } else if result.claimed > 0 {
+                // Everything claimed belongs to activities another relay is sending right now.
+                await doorbell.wait(timeout: min(poll, .milliseconds(20)))
+            } else {
+                listener.reportIdle(gateID)
+                await doorbell.wait(timeout: poll)
+            }
+        }
     }
 
     /// One batch: claim, lock activities, build, send, record, commit.
