@@ -28,7 +28,7 @@ public struct RelayConfiguration: Sendable {
         }
         var configuration = RelayConfiguration(databaseURL: databaseURL, apns: try APNsConfiguration.fromEnvironment(&reader))
         configuration.host = reader.optional("HOST") ?? "127.0.0.1"
-        configuration.port = try reader.integer("PORT", default: 8787, range: 1...65535)
+        configuration.port = try reader.integer("PORT", default: 8787, range: 0...65535)
         configuration.adminToken = reader.optional("LIVERELAY_ADMIN_TOKEN")
         if let token = configuration.adminToken, token.count < 16 {
             throw ConfigurationError(name: "LIVERELAY_ADMIN_TOKEN", problem: "is shorter than 16 characters")

@@ -1,0 +1,161 @@
+import APNsSimulator
+import Foundation
+import LiveRelayCore
+import PostgresNIO
+import Testing
+
+/// What happens when APNs refuses, fails or the relay is away: nothing committed is lost, dead tokens go quiet.
+@Suite("Delivery under failure")
+struct FailureHandlingTests {
+    @Test("410 Unregistered invalidates the activity, and nothing more is sent to its token")
+    func unregisteredTokenIsInvalidated() async throws {
+        try await Harness.with { h in
+            try await h.withRelay {
+                let dead = try await h.registerActivity(session: "s-dead")
+                let alive = try await h.registerActivity(session: "s-alive")
+                var faults = SimulatorFaults()
+                faults.tokenErrors[dead] = "Unregistered"
+                h.simulator.setFaults(faults)
+                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-dead'"#)
+                try await h.waitUntil("SELECT status = 'invalidated' FROM activity_registration WHERE session_id = 's-dead'")
+                try await h.waitUntil("SELECT count(*) = 1 FROM delivery_log WHERE session_id = 's-dead'")
+                let log = try await h.rows("SELECT status || ' ' || apns_status || ' ' || apns_reason FROM delivery_log WHERE session_id = 's-dead'", as: String.self)
+                #expect(log == ["failed 410 Unregistered"])
+
+                // Later writes to the dead activity are silent; a write to a live one still goes out.
+                let responsesBefore = h.simulator.responseCounts()["410"]
+                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 's-dead'"#)
+                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 3}' WHERE session_id = 's-alive'"#)
+                try await h.waitForPushes { $0.contains { $0.token == alive } }
+                try await h.waitUntil("SELECT count(*) = 0 FROM delivery_outbox")
+                #expect(h.simulator.responseCounts()["410"] == responsesBefore)
+                #expect(!h.simulator.pushes().contains { $0.token == dead })
+            }
+        }
+    }
+
+    @Test("a sandbox token sent to production is retried on the sandbox, which is then stored")
+    func badDeviceTokenTriesOtherEnvironment() async throws {
+        try await Harness.with { h in
+            try await h.withRelay {
+                let token = try await h.registerActivity(session: "s-sandbox", env: "production")
+                var faults = SimulatorFaults()
+                faults.sandboxTokens = [token]
+                h.simulator.setFaults(faults)
+                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-sandbox'"#)
+                let push = try #require(try await h.waitForPushes { $0.count == 1 }.first)
+                #expect(push.environment == "sandbox")
+                try await h.waitUntil("SELECT apns_env = 'sandbox' FROM activity_registration WHERE session_id = 's-sandbox'")
+            }
+        }
+    }
+
+    @Test("a token bad in both environments is invalidated")
+    func badDeviceTokenEverywhereIsInvalidated() async throws {
+        try await Harness.with { h in
+            try await h.withRelay {
+                let token = try await h.registerActivity(session: "s-bad-token")
+                var faults = SimulatorFaults()
+                faults.tokenErrors[token] = "BadDeviceToken"
+                h.simulator.setFaults(faults)
+                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-bad-token'"#)
+                try await h.waitUntil("SELECT status = 'invalidated' FROM activity_registration WHERE session_id = 's-bad-token'")
+                #expect(h.simulator.responseCounts()["400"] == 2)
+            }
+        }
+    }
+
+    @Test("503 and 429 answers are retried with backoff until every final state is delivered")
+    func transientErrorsAreRetried() async throws {
+        try await Harness.with { h in
+            var faults = SimulatorFaults()
+            faults.rate503 = 0.3
+            faults.rate429 = 0.1
+            faults.retryAfterSeconds = 0
+            h.simulator.setFaults(faults)
+            try await h.withRelay {
+                var registered: [String: String] = [:]
+                for index in 0..<20 { registered["s-retry-\(index)"] = try await h.registerActivity(session: "s-retry-\(index)") }
+                let tokens = registered
+                for round in 1...3 {
+                    try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id LIKE 's-retry-%'")
+                }
+                let pushes = try await h.waitForPushes { pushes in
+                    tokens.values.allSatisfy { token in pushes.last { $0.token == token }?.n == 3 }
+                }
+                #expect(h.simulator.responseCounts()["503", default: 0] + h.simulator.responseCounts()["429", default: 0] > 0)
+                // Per activity, states arrive in order.
+                for token in tokens.values {
+                    let states = pushes.filter { $0.token == token }.compactMap(\.n)
+                    #expect(states == states.sorted() && Set(states).count == states.count)
+                }
+                try await h.waitUntil("SELECT count(*) = 0 FROM delivery_outbox")
+                let retrying = try await h.rows("SELECT count(*)::int8 FROM delivery_log WHERE status = 'retrying'", as: Int64.self)
+                #expect(retrying.first ?? 0 > 0)
+            }
+        }
+    }
+
+    @Test("100 rapid updates to one activity arrive in strictly increasing order, ending with the last")
+    func rapidUpdatesKeepOrder() async throws {
+        try await Harness.with { h in
+            try await h.withRelay {
+                try await h.registerActivity(session: "s-rapid")
+                for n in 1...100 {
+                    try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id = 's-rapid'")
+                }
+                let pushes = try await h.waitForPushes { $0.last?.n == 100 }
+                let states = pushes.compactMap(\.n)
+                #expect(zip(states, states.dropFirst()).allSatisfy { $0 < $1 })
+                let timestamps = pushes.compactMap(\.timestamp)
+                #expect(zip(timestamps, timestamps.dropFirst()).allSatisfy { $0 <= $1 })
+                // One provider token serves every request.
+                #expect(h.simulator.providerTokenIssueTimes().count == 1)
+            }
+        }
+    }
+
+    @Test("writes committed while the relay is down are all delivered when it starts")
+    func writesWhileDownAreDelivered() async throws {
+        try await Harness.with { h in
+            var registered: [String] = []
+            for index in 0..<20 { registered.append(try await h.registerActivity(session: "s-down-\(index)")) }
+            let tokens = registered
+            for n in 1...10 {
+                try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id LIKE 's-down-%'")
+            }
+            #expect(h.simulator.pushes().isEmpty)
+            try await h.withRelay {
+                let pushes = try await h.waitForPushes { pushes in
+                    tokens.allSatisfy { token in pushes.contains { $0.token == token && $0.n == 10 } }
+                }
+                // Coalesced: the relay sent the latest state, not 200 pushes.
+                #expect(pushes.count == 20)
+            }
+        }
+    }
+
+    @Test("ExpiredProviderToken makes the relay mint a new provider token once and resend")
+    func expiredProviderTokenIsRefreshed() async throws {
+        try await Harness.with { h in
+            try await h.withRelay {
+                try await h.registerActivity(session: "s-jwt")
+                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-jwt'"#)
+                let first = try #require(try await h.waitForPushes { $0.count == 1 }.first)
+                // Wait for the clock to pass the first token's second, then declare that token expired.
+                while Int64(Date().timeIntervalSince1970) <= first.providerTokenIssuedAt {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                var faults = SimulatorFaults()
+                faults.expireProviderTokensIssuedBefore = first.providerTokenIssuedAt + 1
+                h.simulator.setFaults(faults)
+                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 's-jwt'"#)
+                let second = try #require(try await h.waitForPushes { $0.count == 2 }.last)
+                #expect(second.n == 2)
+                #expect(second.providerTokenIssuedAt > first.providerTokenIssuedAt)
+                #expect(h.simulator.responseCounts()["403"] == 1)
+                #expect(h.simulator.providerTokenIssueTimes().count == 2)
+            }
+        }
+    }
+}

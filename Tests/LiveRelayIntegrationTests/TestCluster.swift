@@ -1,0 +1,40 @@
+import Foundation
+import LiveRelayServer
+
+/// A private PostgreSQL cluster for this test process, created on first use under a temp folder and stopped at exit.
+/// Each test gets a database of its own, so tests run in parallel without seeing each other's rows.
+enum TestCluster {
+    private static let shared: Result<LocalPostgres, any Error> = Result { try make(name: "shared") }
+    nonisolated(unsafe) private static var clusters: [LocalPostgres] = []
+    private static let lock = NSLock()
+
+    /// A fresh, empty database on the shared cluster.
+    static func newDatabase() throws -> String {
+        let postgres = try shared.get()
+        let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased()
+        try postgres.createDatabase(name)
+        return postgres.url(database: name)
+    }
+
+    /// A cluster of its own, for tests that restart or stop PostgreSQL.
+    static func make(name: String) throws -> LocalPostgres {
+        let base = "/tmp/liverelay-tests-\(getpid())"
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: base)
+        let postgres = try LocalPostgres(dataDirectory: "\(base)/\(name)-\(UUID().uuidString.prefix(8))", port: LocalPostgres.freePort())
+        try postgres.initializeIfNeeded(durable: false)
+        try postgres.start()
+        lock.withLock {
+            if clusters.isEmpty { atexit { TestCluster.stopAll() } }
+            clusters.append(postgres)
+        }
+        return postgres
+    }
+
+    static func stopAll() {
+        for postgres in lock.withLock({ clusters }) {
+            try? postgres.stop(mode: "immediate")
+            try? FileManager.default.removeItem(atPath: postgres.dataDirectory)
+        }
+    }
+}
