@@ -47,7 +47,7 @@ struct MigrateCommand: AsyncParsableCommand {
         let migrator = try loadMigrator()
         do {
             let report = try await connector.withConnection(logger: logger) { connection in
-                try await migrator.run(on: connection, logger: logger)
+                try await migrator.run(on: connection, logger: logger, force: true)
             }
             for name in report.applied { print("applied   migrations/\(name)") }
             if report.applied.isEmpty { print("migrations up to date (\(report.alreadyApplied.count) applied)") }

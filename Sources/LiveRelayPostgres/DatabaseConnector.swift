@@ -86,6 +86,7 @@ public struct DatabaseURLError: Error, CustomStringConvertible {
 /// An operation did not finish in time.
 public struct DeadlineExceeded: Error, CustomStringConvertible {
     public var what: String
+    public init(what: String) { self.what = what }
     public var description: String { "timed out \(what)" }
 }
 

@@ -49,11 +49,14 @@ public struct Migrator: Sendable {
         public var applied: [String] = []
         public var alreadyApplied: [String] = []
         public var reapplied: [String] = []
+        public var unchanged: [String] = []
     }
 
     /// Applies what is missing; refuses when an applied migration's file has changed since.
+    /// - Parameter force: re-apply every `sql/` file even when it is unchanged since it was last applied
+    ///   (`liverelay migrate` does; `serve` does not, so a relay starting under write load takes no table locks).
     @discardableResult
-    public func run(on connection: PostgresConnection, logger: Logger) async throws -> Report {
+    public func run(on connection: PostgresConnection, logger: Logger, force: Bool = false) async throws -> Report {
         var report = Report()
         // One migrator at a time across all relays sharing the database.
         try await connection.query("SELECT pg_advisory_lock(727384001)", logger: logger)
@@ -82,7 +85,17 @@ public struct Migrator: Sendable {
                 report.applied.append(script.name)
             }
             for script in repeatable {
-                try await apply(script, on: connection, logger: logger) { _ in }
+                let version = "sql/" + script.name
+                if !force, applied[version] == script.checksum {
+                    report.unchanged.append(script.name)
+                    continue
+                }
+                try await apply(script, on: connection, logger: logger, lockingTables: true) { connection in
+                    try await connection.query("""
+                        INSERT INTO schema_migrations (version, checksum) VALUES (\(version), \(script.checksum))
+                        ON CONFLICT (version) DO UPDATE SET checksum = excluded.checksum, applied_at = now()
+                        """, logger: logger)
+                }
                 report.reapplied.append(script.name)
             }
         } catch {
@@ -99,15 +112,23 @@ public struct Migrator: Sendable {
         for try await version in try await connection.query("SELECT version FROM schema_migrations", logger: logger).decode(String.self) {
             applied.insert(version)
         }
-        return migrations.allSatisfy { applied.contains($0.name) }
+        return migrations.allSatisfy { applied.contains($0.name) } && repeatable.allSatisfy { applied.contains("sql/" + $0.name) }
     }
 
     private func apply(
-        _ script: Script, on connection: PostgresConnection, logger: Logger,
+        _ script: Script, on connection: PostgresConnection, logger: Logger, lockingTables: Bool = false,
         record: (PostgresConnection) async throws -> Void
     ) async throws {
         try await connection.query("BEGIN", logger: logger)
         do {
+            if lockingTables {
+                // Replacing triggers locks these tables; take the locks in the order writers take them
+                // (the written table, then the queues) so a re-apply under load waits instead of deadlocking.
+                try await connection.query("""
+                    LOCK TABLE activity_registration, device_live_activity_message, device_registration,
+                               delivery_outbox, broadcast_log IN SHARE ROW EXCLUSIVE MODE
+                    """, logger: logger)
+            }
             for statement in SQLScript.statements(script.sql) {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }

@@ -68,7 +68,9 @@ public final class WakeupListener: Service, Sendable {
                 backoff = .milliseconds(100)
                 do {
                     try await cancelWhenGracefulShutdown {
-                        try await self.listen(on: connection)
+                        try await ConnectionScope.run(on: connection, deadline: nil, what: "listening") {
+                            try await self.listen(on: connection)
+                        }
                     }
                 } catch {
                     try? await connection.close()
@@ -81,7 +83,7 @@ public final class WakeupListener: Service, Sendable {
                 state.withLock { $0.connected = false }
                 if Task.isShuttingDownGracefully || Task.isCancelled { break }
                 logger.warning("wake-up listener lost its connection; reconnecting", metadata: [
-                    "error": "\(String(describing: error))", "retry_in_ms": "\(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)",
+                    "error": "\(String(reflecting: error))", "retry_in_ms": "\(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)",
                 ])
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, .seconds(2))

@@ -44,6 +44,9 @@ public final class DeliveryWorker: Service, Sendable {
         }
     }
 
+    /// The longest a batch may take: every APNs request has its own deadline well inside it.
+    private var batchDeadline: Duration { .seconds(30) }
+
     private var isStopping: Bool { stopping.withLock { $0 } || Task.isCancelled }
 
     private func loop() async {
@@ -74,7 +77,7 @@ public final class DeliveryWorker: Service, Sendable {
     /// Runs batches until stopped, waiting for the doorbell whenever there is nothing to do.
     private func drain(on connection: PostgresConnection, poll: Duration) async throws {
         while !isStopping {
-            let result = try await runBatch(on: connection)
+            let result = try await runBatchWithDeadline(on: connection)
             if result.processed > 0 {
                 listener.reportBusy(gateID)
                 // Others may be waiting on an activity this batch held, or there may be more than one batch of work.
@@ -86,6 +89,13 @@ public final class DeliveryWorker: Service, Sendable {
                 listener.reportIdle(gateID)
                 await doorbell.wait(timeout: poll)
             }
+        }
+    }
+
+    /// Runs a batch that ends (rolled back) when the connection closes, the deadline passes or we are cancelled.
+    private func runBatchWithDeadline(on connection: PostgresConnection) async throws -> (claimed: Int, processed: Int) {
+        try await ConnectionScope.run(on: connection, deadline: batchDeadline, what: "running a delivery batch") {
+            try await self.runBatch(on: connection)
         }
     }
 

@@ -101,8 +101,12 @@ struct FailureHandlingTests {
         try await Harness.with { h in
             try await h.withRelay {
                 try await h.registerActivity(session: "s-rapid")
-                for n in 1...100 {
-                    try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id = 's-rapid'")
+                try await h.withConnection { connection in
+                    for n in 1...100 {
+                        try await connection.query(
+                            "UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id = 's-rapid'",
+                            logger: h.logger)
+                    }
                 }
                 let pushes = try await h.waitForPushes { $0.last?.n == 100 }
                 let states = pushes.compactMap(\.n)

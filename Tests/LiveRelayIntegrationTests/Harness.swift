@@ -111,6 +111,12 @@ struct Harness: Sendable {
         }
     }
 
+    /// Runs `body` with one connection (for many writes in a row).
+    func withConnection(_ body: (PostgresConnection) async throws -> Void) async throws {
+        let connector = try DatabaseConnector(url: databaseURL)
+        try await connector.withConnection(logger: logger) { connection in try await body(connection) }
+    }
+
     /// Runs SQL and decodes its rows.
     func rows<Row: Sendable>(_ query: PostgresQuery, as type: Row.Type) async throws -> [Row] where Row: PostgresDecodable {
         let connector = try DatabaseConnector(url: databaseURL)
