@@ -1,0 +1,105 @@
+import Crypto
+import Foundation
+import LiveRelayAPNs
+import LiveRelayCore
+import Testing
+
+@Suite("Configuration and provider tokens")
+struct ConfigurationTests {
+    let key = P256.Signing.PrivateKey()
+
+    var valid: [String: String] {
+        ["DATABASE_URL": "postgres://u:p@localhost:5432/db", "APNS_TEAM_ID": "TEAM123456", "APNS_KEY_ID": "KEY1234567",
+         "APNS_PRIVATE_KEY": key.pemRepresentation.replacingOccurrences(of: "\n", with: "\\n")]
+    }
+
+    @Test("defaults, and literal \\n in APNS_PRIVATE_KEY")
+    func defaults() throws {
+        let configuration = try RelayConfiguration.fromEnvironment(valid)
+        #expect(configuration.port == 8787)
+        #expect(configuration.host == "127.0.0.1")
+        #expect(configuration.apns.productionURL == "https://api.push.apple.com")
+        #expect(configuration.apns.sandboxURL == "https://api.sandbox.push.apple.com")
+        #expect(configuration.apns.privateKeyPEM.contains("\n"))
+    }
+
+    @Test("a missing or malformed setting names itself", arguments: [
+        ("DATABASE_URL", nil, "DATABASE_URL"),
+        ("DATABASE_URL", "mysql://x", "DATABASE_URL"),
+        ("APNS_KEY_ID", nil, "APNS_KEY_ID"),
+        ("APNS_PRIVATE_KEY", "not a key", "APNS_PRIVATE_KEY"),
+        ("PORT", "eighty", "PORT"),
+        ("APNS_PRODUCTION_URL", "http://insecure", "APNS_PRODUCTION_URL"),
+        ("LOG_LEVEL", "loud", "LOG_LEVEL"),
+    ] as [(String, String?, String)])
+    func namesTheSetting(name: String, value: String?, expected: String) {
+        var environment = valid
+        environment[name] = value
+        do {
+            _ = try RelayConfiguration.fromEnvironment(environment)
+            Issue.record("accepted \(name)=\(value ?? "nil")")
+        } catch let error as ConfigurationError {
+            #expect(error.name == expected)
+            #expect(!error.description.contains("\n"))
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    @Test("the provider token is ES256, verifiable, and reused until it is 50 minutes old")
+    func providerTokenLifetime() throws {
+        let clock = TestClock(now: 1_800_000_000)
+        let source = try ProviderTokenSource(teamID: "T", keyID: "K", privateKeyPEM: key.pemRepresentation, now: { clock.now })
+        let first = try source.token()
+        let claims = try ProviderTokenJWT.verify(first, publicKey: key.publicKey)
+        #expect(claims.keyID == "K" && claims.teamID == "T" && claims.issuedAt == 1_800_000_000)
+        clock.now += 49 * 60
+        #expect(try source.token() == first)
+        clock.now += 60
+        #expect(try source.token() != first)
+        #expect(source.mintCount == 2)
+    }
+
+    @Test("a refresh after ExpiredProviderToken mints once, however many requests saw it")
+    func refreshOnce() throws {
+        let source = try ProviderTokenSource(teamID: "T", keyID: "K", privateKeyPEM: key.pemRepresentation)
+        let old = try source.token()
+        let fresh = try source.refresh(rejected: old)
+        #expect(try source.refresh(rejected: old) == fresh)
+        #expect(source.mintCount == 2)
+    }
+
+    @Test("a token signed by another key does not verify")
+    func wrongKey() throws {
+        let token = try ProviderTokenJWT.make(teamID: "T", keyID: "K", issuedAt: 1, privateKey: P256.Signing.PrivateKey())
+        #expect(throws: ProviderTokenJWT.VerificationError.badSignature) { try ProviderTokenJWT.verify(token, publicKey: key.publicKey) }
+    }
+}
+
+final class TestClock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Int64
+    init(now: Int64) { value = now }
+    var now: Int64 {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
+    }
+}
+
+@Suite("SQL scripts")
+struct SQLScriptTests {
+    @Test("splits on semicolons outside quotes, dollar quotes and comments")
+    func splits() {
+        let sql = """
+            -- a comment; with a semicolon
+            CREATE TABLE a (x text DEFAULT 'a;b');
+            CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$ BEGIN PERFORM 1; END $$;
+            /* block; comment */ SELECT "we;ird" FROM a;
+            CREATE FUNCTION g() RETURNS text LANGUAGE sql AS $body$ SELECT 'x;' $body$
+            """
+        let statements = SQLScript.statements(sql)
+        #expect(statements.count == 4)
+        #expect(statements[1].hasSuffix("END $$"))
+        #expect(statements[3].hasSuffix("$body$"))
+    }
+}
