@@ -26,12 +26,14 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(help: "Share of requests answered 503.") var rate503 = 0.0
     @Option(help: "Share of requests answered 429.") var rate429 = 0.0
     @Option(help: "retry-after seconds sent with 429/503.") var retryAfter: Int?
+    @Option(name: .customLong("hostname"), help: "Extra DNS name for the certificate (e.g. the compose service name).")
+    var hostnames: [String] = []
     @Flag(help: "Do not print a line per push.") var quiet = false
 
     func run() async throws {
         let logger = bootstrapLogging()
         let key = try DevKeys.loadOrCreateKey(at: keyFile)
-        let certificate = try SimulatorCertificate.generate()
+        let certificate = try SimulatorCertificate.generate(hosts: ["localhost"] + hostnames)
         try DevKeys.write(certificate.caPEM, to: caOut)
         var faults = SimulatorFaults()
         for entry in failTokens {
