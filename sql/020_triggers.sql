@@ -11,6 +11,12 @@ BEGIN
     END IF;
 END $$;
 
+-- The HTTP request a write belongs to (set by the relay's routes with set_config), so it can report the outcomes.
+CREATE OR REPLACE FUNCTION liverelay_request_id() RETURNS uuid
+LANGUAGE sql STABLE AS $$
+    SELECT nullif(current_setting('liverelay.request_id', true), '')::uuid
+$$;
+
 -- After rows land in delivery_outbox or broadcast_log.
 CREATE OR REPLACE FUNCTION liverelay_queue_inserted() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -73,8 +79,8 @@ BEGIN
         WHERE (n.status = 'ended' AND o.status = 'active')
            OR (n.status = 'active' AND n.content_state IS NOT NULL AND n.content_state IS DISTINCT FROM o.content_state)
     ), queued AS (
-        INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id)
-        SELECT 'activity', id, event, secret_hash, session_id FROM events ORDER BY id
+        INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id, request_id)
+        SELECT 'activity', id, event, secret_hash, session_id, liverelay_request_id() FROM events ORDER BY id
     )
     INSERT INTO broadcast_log (channels, event, data)
     SELECT CASE WHEN device_uuid IS NULL THEN ARRAY['session:' || session_id]
@@ -110,8 +116,8 @@ BEGIN
             USING ERRCODE = 'check_violation', HINT = 'Shorten the message; nothing was changed.';
     END IF;
 
-    INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id)
-    SELECT 'activity', a.id, 'update', a.secret_hash, a.session_id
+    INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id, request_id)
+    SELECT 'activity', a.id, 'update', a.secret_hash, a.session_id, liverelay_request_id()
     FROM new_rows m
     JOIN activity_registration a ON a.device_uuid = m.device_uuid AND a.status = 'active'
     ORDER BY a.id;

@@ -22,9 +22,9 @@ public struct DatabaseConnector: Sendable {
         let sslMode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer"
         let tls: PostgresConnection.Configuration.TLS
         switch sslMode {
-        case "disable": tls = .disable
         case "require", "verify-ca", "verify-full": tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-        default: tls = .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        case "disable", "prefer": tls = sslMode == "disable" ? .disable : .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        default: throw DatabaseURLError(problem: "has an unknown sslmode \(sslMode) (use disable, prefer or require)")
         }
         var database = components.path
         if database.hasPrefix("/") { database.removeFirst() }
@@ -45,7 +45,19 @@ public struct DatabaseConnector: Sendable {
         ]
         self.configuration = configuration
         self.connectTimeout = connectTimeout
+        var client = PostgresClient.Configuration(
+            host: host, port: components.port ?? 5432, username: configuration.username, password: configuration.password,
+            database: configuration.database,
+            tls: sslMode == "disable" ? .disable
+                : sslMode == "prefer" ? .prefer(.makeClientConfiguration()) : .require(.makeClientConfiguration()))
+        client.options.connectTimeout = connectTimeout
+        client.options.maximumConnections = 10
+        client.options.additionalStartupParameters = configuration.options.additionalStartupParameters
+        self.clientConfiguration = client
     }
+
+    /// A pool configuration for the HTTP routes.
+    public let clientConfiguration: PostgresClient.Configuration
 
     /// Connects, or throws when the server does not answer within the deadline.
     public func connect(logger: Logger) async throws -> PostgresConnection {

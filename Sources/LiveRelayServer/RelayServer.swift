@@ -29,6 +29,21 @@ public struct RelayServer: Sendable {
         }
     }
 
+    /// `LIVERELAY_TOKEN_SECRET`, or the one generated and kept in `relay_setting` (shared by every relay).
+    func tokenSecret() async throws -> String {
+        if let secret = configuration.tokenSecret { return secret }
+        let candidate = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        return try await connector.withConnection(logger: logger) { connection in
+            try await connection.query(
+                "INSERT INTO relay_setting (name, value) VALUES ('token_secret', \(candidate)) ON CONFLICT (name) DO NOTHING",
+                logger: logger)
+            var secret = candidate
+            for try await value in try await connection.query(
+                "SELECT value FROM relay_setting WHERE name = 'token_secret'", logger: logger).decode(String.self) { secret = value }
+            return secret
+        }
+    }
+
     /// Runs until cancelled or until SIGTERM/SIGINT, then drains in-flight batches and stops.
     /// - Parameter onReady: called with the HTTP port once the server listens.
     public func run(handleSignals: Bool = true, onReady: (@Sendable (Int) async -> Void)? = nil) async throws {
@@ -43,9 +58,17 @@ public struct RelayServer: Sendable {
             return DeliveryWorker(
                 connector: connector, listener: listener, sender: sender, configuration: configuration.delivery, logger: workerLogger)
         }
+        let hub = BroadcastHub(connector: connector, listener: listener, logger: logger)
         let health = HealthCheck(connector: connector, migrator: migrator, listener: listener, logger: logger)
+        let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger)
+        let database = RouteDatabase(client: pool, logger: logger)
+        let auth = Authenticator(adminToken: configuration.adminToken, tokenSecret: try await tokenSecret())
         let router = Router()
+        router.add(middleware: JSONErrorMiddleware())
         HealthRoutes(health: health).register(on: router)
+        RelayRoutes(database: database, defaultBundleID: configuration.apns.defaultBundleID).register(on: router)
+        StreamRoutes(hub: hub, auth: auth, database: database).register(on: router)
+        AdminRoutes(auth: auth, database: database).register(on: router)
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "liverelay"),
@@ -56,7 +79,7 @@ public struct RelayServer: Sendable {
             },
             logger: logger
         )
-        var services: [any Service] = [listener]
+        var services: [any Service] = [pool, listener, hub]
         services += workers
         services.append(app)
         let group = ServiceGroup(configuration: .init(

@@ -13,6 +13,7 @@ struct Harness: Sendable {
     static let teamID = "TESTTEAM01"
     static let keyID = "TESTKEY001"
     static let bundleID = "dev.liverelay.tests"
+    static let adminToken = "test-admin-token-0123456789"
 
     let databaseURL: String
     let simulator: APNsSimulator
@@ -69,6 +70,8 @@ struct Harness: Sendable {
             "APNS_CA_FILE": caFile,
             "PORT": "0",
             "LIVERELAY_POLL_INTERVAL_MS": "200",
+            "LIVERELAY_ADMIN_TOKEN": Self.adminToken,
+            "APNS_DEFAULT_BUNDLE_ID": Self.bundleID,
         ]
     }
 
@@ -82,6 +85,11 @@ struct Harness: Sendable {
 
     /// Runs an in-process relay while `body` runs.
     func withRelay(environment extra: [String: String] = [:], _ body: @Sendable () async throws -> Void) async throws {
+        try await withRelayPort(environment: extra) { _ in try await body() }
+    }
+
+    /// Runs an in-process relay while `body` runs with its HTTP port.
+    func withRelayPort(environment extra: [String: String] = [:], _ body: @Sendable (Int) async throws -> Void) async throws {
         let configuration = try RelayConfiguration.fromEnvironment(relayEnvironment.merging(extra) { $1 })
         let server = try RelayServer(configuration: configuration, migrator: try Migrator(directory: Self.projectRoot), logger: logger)
         let (ready, readySink) = AsyncStream.makeStream(of: Int.self)
@@ -92,9 +100,10 @@ struct Harness: Sendable {
                     readySink.finish()
                 }
             }
-            for await _ in ready {}
+            var port = 0
+            for await value in ready { port = value }
             do {
-                try await body()
+                try await body(port)
             } catch {
                 group.cancelAll()
                 throw error

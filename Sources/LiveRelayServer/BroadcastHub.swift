@@ -1,0 +1,227 @@
+import Foundation
+import LiveRelayCore
+import LiveRelayPostgres
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// One event of the foreground stream.
+public struct BroadcastEvent: Sendable, Hashable {
+    public var sequence: Int64
+    public var channels: [String]
+    public var name: String
+    /// The `data:` JSON text.
+    public var data: String
+}
+
+/// Tails `broadcast_log` and hands each event to the SSE subscribers of its channels, in sequence order.
+///
+/// Sequences are taken when a row is inserted, so a lower one can commit after a higher one. The hub never skips
+/// one: at a gap it holds later events back until the gap's row appears, or until every transaction that was running
+/// when the gap was seen has ended (then the row was rolled back and the gap is passed).
+public final class BroadcastHub: Service, Sendable {
+    /// What a subscriber receives.
+    public enum Item: Sendable {
+        case event(BroadcastEvent)
+        case heartbeat
+    }
+
+    struct Subscriber {
+        var channels: Set<String>
+        var continuation: AsyncStream<Item>.Continuation
+    }
+
+    struct State {
+        var cursor: Int64 = -1
+        /// Gap sequence → the snapshot xmax when it was first seen.
+        var gaps: [Int64: Int64] = [:]
+        var subscribers: [UUID: Subscriber] = [:]
+    }
+
+    private let connector: DatabaseConnector
+    private let listener: WakeupListener
+    private let logger: Logger
+    private let state = Mutex(State())
+    private let gateID: Int
+    private let doorbell: Doorbell
+    let retention: Duration
+    let bufferSize: Int
+
+    public init(connector: DatabaseConnector, listener: WakeupListener, logger: Logger,
+                retention: Duration = .seconds(24 * 3600), bufferSize: Int = 1024) {
+        self.connector = connector
+        self.listener = listener
+        self.logger = logger
+        self.retention = retention
+        self.bufferSize = bufferSize
+        (gateID, doorbell) = listener.register()
+    }
+
+    /// Subscribes to channels; returns the stream and the last sequence the hub had delivered when it subscribed
+    /// (events after it arrive on the stream; earlier ones can be read from the log).
+    public func subscribe(channels: Set<String>) -> (id: UUID, stream: AsyncStream<Item>, cursor: Int64) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Item.self, bufferingPolicy: .bufferingOldest(bufferSize))
+        let id = UUID()
+        let cursor = state.withLock { state in
+            state.subscribers[id] = Subscriber(channels: channels, continuation: continuation)
+            return state.cursor
+        }
+        continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
+        return (id, stream, cursor)
+    }
+
+    public func unsubscribe(_ id: UUID) {
+        let subscriber = state.withLock { $0.subscribers.removeValue(forKey: id) }
+        subscriber?.continuation.finish()
+    }
+
+    public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
+    /// True once the hub has read the log's position.
+    public var isStarted: Bool { state.withLock { $0.cursor >= 0 } }
+
+    public func run() async throws {
+        var backoff = Duration.milliseconds(100)
+        var lastHeartbeat = ContinuousClock.now
+        var lastPrune = ContinuousClock.now - .seconds(3600)
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                let connection = try await connector.connect(logger: logger)
+                backoff = .milliseconds(100)
+                do {
+                    try await follow(on: connection, lastHeartbeat: &lastHeartbeat, lastPrune: &lastPrune)
+                } catch {
+                    try? await connection.close()
+                    throw error
+                }
+                try? await connection.close()
+            } catch {
+                listener.reportIdle(gateID)
+                if Task.isCancelled || Task.isShuttingDownGracefully { break }
+                logger.warning("broadcast hub lost its database connection; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(2))
+            }
+        }
+        let subscribers = state.withLock { state in
+            defer { state.subscribers.removeAll() }
+            return Array(state.subscribers.values)
+        }
+        subscribers.forEach { $0.continuation.finish() }
+    }
+
+    /// Reads the log on one connection until stopped.
+    private func follow(on connection: PostgresConnection, lastHeartbeat: inout ContinuousClock.Instant,
+                        lastPrune: inout ContinuousClock.Instant) async throws {
+        try await ConnectionScope.run(on: connection, deadline: .seconds(30), what: "reading the broadcast log position") {
+            try await self.startCursor(on: connection)
+        }
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            let result = try await ConnectionScope.run(on: connection, deadline: .seconds(30), what: "reading the broadcast log") {
+                try await self.poll(on: connection)
+            }
+            if ContinuousClock.now - lastHeartbeat >= .seconds(10) {
+                heartbeat()
+                lastHeartbeat = .now
+            }
+            if ContinuousClock.now - lastPrune >= .seconds(600) {
+                try await ConnectionScope.run(on: connection, deadline: .seconds(60), what: "pruning the broadcast log") {
+                    try await self.prune(on: connection)
+                }
+                lastPrune = .now
+            }
+            if result.delivered > 0 {
+                listener.reportBusy(gateID)
+            } else if result.heldBack {
+                await doorbell.wait(timeout: .milliseconds(5))
+            } else {
+                listener.reportIdle(gateID)
+                await doorbell.wait(timeout: .seconds(1))
+            }
+        }
+    }
+
+    private func startCursor(on connection: PostgresConnection) async throws {
+        guard state.withLock({ $0.cursor }) < 0 else { return }
+        var maximum: Int64 = 0
+        for try await value in try await connection.query("SELECT coalesce(max(seq), 0)::int8 FROM broadcast_log", logger: logger)
+            .decode(Int64.self) { maximum = value }
+        state.withLock { state in if state.cursor < 0 { state.cursor = maximum } }
+    }
+
+    /// Reads what follows the cursor and delivers it in order.
+    func poll(on connection: PostgresConnection) async throws -> (delivered: Int, heldBack: Bool) {
+        let cursor = state.withLock { $0.cursor }
+        var rows: [BroadcastEvent] = []
+        var xmin: Int64 = 0
+        var xmax: Int64 = 0
+        for try await (snapshotXmin, snapshotXmax, seq, channels, event, data) in try await connection.query("""
+            SELECT pg_snapshot_xmin(s.snap)::text::int8, pg_snapshot_xmax(s.snap)::text::int8, b.seq, b.channels, b.event, b.data::text
+            FROM (SELECT pg_current_snapshot() AS snap) s
+            LEFT JOIN LATERAL (SELECT seq, channels, event, data FROM broadcast_log WHERE seq > \(cursor) ORDER BY seq LIMIT 2000) b ON true
+            """, logger: logger).decode((Int64, Int64, Int64?, [String]?, String?, String?).self) {
+            xmin = snapshotXmin
+            xmax = snapshotXmax
+            if let seq, let channels, let event, let data {
+                rows.append(BroadcastEvent(sequence: seq, channels: channels, name: event, data: data))
+            }
+        }
+        var deliveries: [(AsyncStream<Item>.Continuation, UUID, BroadcastEvent)] = []
+        let heldBack = state.withLock { state -> Bool in
+            var expected = state.cursor + 1
+            for row in rows {
+                while expected < row.sequence {
+                    let seenAt = state.gaps[expected] ?? xmax
+                    state.gaps[expected] = seenAt
+                    // Every transaction that could still insert this sequence has ended: it was rolled back.
+                    guard xmin >= seenAt else { return true }
+                    state.gaps[expected] = nil
+                    state.cursor = expected
+                    expected += 1
+                }
+                state.gaps[row.sequence] = nil
+                state.cursor = row.sequence
+                expected = row.sequence + 1
+                for (id, subscriber) in state.subscribers where !subscriber.channels.isDisjoint(with: row.channels) {
+                    deliveries.append((subscriber.continuation, id, row))
+                }
+            }
+            return false
+        }
+        var slow = Set<UUID>()
+        for (continuation, id, event) in deliveries where !slow.contains(id) {
+            if case .dropped = continuation.yield(.event(event)) {
+                // A client that fell behind is disconnected; it resumes with Last-Event-ID.
+                slow.insert(id)
+            }
+        }
+        for id in slow { unsubscribe(id) }
+        return (rows.count, heldBack)
+    }
+
+    private func heartbeat() {
+        for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.continuation.yield(.heartbeat) }
+    }
+
+    private func prune(on connection: PostgresConnection) async throws {
+        let seconds = retention.components.seconds
+        try await connection.query(
+            "DELETE FROM broadcast_log WHERE created_at < now() - make_interval(secs => \(Double(seconds)))", logger: logger)
+    }
+
+    /// Events after `sequence` up to `through`, on any of `channels`, from the log (for `Last-Event-ID`).
+    public func history(after sequence: Int64, through: Int64, channels: [String]) async throws -> [BroadcastEvent] {
+        guard through > sequence else { return [] }
+        return try await connector.withConnection(logger: logger) { connection in
+            var events: [BroadcastEvent] = []
+            for try await (seq, rowChannels, event, data) in try await connection.query("""
+                SELECT seq, channels, event, data::text FROM broadcast_log
+                WHERE seq > \(sequence) AND seq <= \(through) AND channels && \(channels)::text[] ORDER BY seq
+                """, logger: logger).decode((Int64, [String], String, String).self) {
+                events.append(BroadcastEvent(sequence: seq, channels: rowChannels, name: event, data: data))
+            }
+            return events
+        }
+    }
+}

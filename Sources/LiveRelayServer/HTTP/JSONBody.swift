@@ -1,0 +1,86 @@
+import Foundation
+import Hummingbird
+import LiveRelayCore
+import NIOCore
+
+/// A JSON request body with typed field access; every problem names the field.
+struct JSONBody: Sendable {
+    /// The largest body any route accepts; larger ones get 413.
+    static let maximumSize = 64 * 1024
+
+    let members: [String: JSONValue]
+
+    static func read(_ request: Request) async throws -> JSONBody {
+        let buffer = try await request.body.collect(upTo: maximumSize)
+        guard let value = try? JSONValue(parsing: String(buffer: buffer)), case .object(let members) = value else {
+            throw APIError.badRequest("the body must be a JSON object")
+        }
+        return JSONBody(members: members)
+    }
+
+    func string(_ name: String, maxLength: Int = 4096) throws -> String {
+        guard let value = try optionalString(name, maxLength: maxLength) else { throw APIError.badRequest("\(name) is required") }
+        return value
+    }
+
+    func optionalString(_ name: String, maxLength: Int = 4096) throws -> String? {
+        switch members[name] {
+        case nil, .null?: return nil
+        case .string(let value)?:
+            guard !value.isEmpty else { throw APIError.badRequest("\(name) must not be empty") }
+            guard value.utf8.count <= maxLength else { throw APIError.badRequest("\(name) is longer than \(maxLength) bytes") }
+            return value
+        default: throw APIError.badRequest("\(name) must be a string")
+        }
+    }
+
+    func optionalObject(_ name: String) throws -> JSONValue? {
+        switch members[name] {
+        case nil, .null?: return nil
+        case .object?: return members[name]
+        default: throw APIError.badRequest("\(name) must be a JSON object")
+        }
+    }
+
+    func optionalEnvironment(_ name: String) throws -> APNsEnvironment? {
+        guard let text = try optionalString(name, maxLength: 32) else { return nil }
+        guard let environment = APNsEnvironment(rawValue: text) else { throw APIError.badRequest("\(name) must be sandbox or production") }
+        return environment
+    }
+}
+
+/// An error answered as JSON: `{ok:false, error}` with a status.
+struct APIError: Error, HTTPResponseError {
+    var status: HTTPResponse.Status
+    var message: String
+
+    static func badRequest(_ message: String) -> APIError { APIError(status: .badRequest, message: message) }
+    static let unauthorized = APIError(status: .unauthorized, message: "authentication required: Authorization: Bearer <token>")
+    static func forbidden(_ message: String) -> APIError { APIError(status: .forbidden, message: message) }
+    static func notFound(_ message: String) -> APIError { APIError(status: .notFound, message: message) }
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        jsonResponse(status, ["ok": .bool(false), "error": .string(message)])
+    }
+}
+
+/// Turns every error into JSON: API errors as they are, oversized bodies as 413, others as 500 without details.
+struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as APIError {
+            return jsonResponse(error.status, ["ok": .bool(false), "error": .string(error.message)])
+        } catch let error as HTTPError {
+            let message = error.status == .contentTooLarge ? "the body is larger than \(JSONBody.maximumSize) bytes" : (error.body ?? error.status.reasonPhrase)
+            return jsonResponse(error.status, ["ok": .bool(false), "error": .string(message)])
+        } catch let error as HTTPResponseError {
+            let status = try error.response(from: request, context: context).status
+            let message = status == .contentTooLarge ? "the body is larger than \(JSONBody.maximumSize) bytes" : status.reasonPhrase
+            return jsonResponse(status, ["ok": .bool(false), "error": .string(message)])
+        } catch {
+            context.logger.error("request failed", metadata: ["error": "\(error)"])
+            return jsonResponse(.internalServerError, ["ok": .bool(false), "error": .string("internal error")])
+        }
+    }
+}

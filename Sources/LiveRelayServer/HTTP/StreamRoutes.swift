@@ -1,0 +1,72 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import LiveRelayCore
+import NIOCore
+
+/// `GET /v1/stream?channel=device:<uuid>&channel=session:<id>`: Server-Sent Events from the broadcast log,
+/// resumable with `Last-Event-ID`, with a heartbeat comment at least every 15 seconds.
+struct StreamRoutes: Sendable {
+    let hub: BroadcastHub
+    let auth: Authenticator
+    let database: RouteDatabase
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.get("v1/stream") { request, _ in try await stream(request) }
+    }
+
+    func stream(_ request: Request) async throws -> Response {
+        let caller = auth.caller(for: request)
+        guard caller.isAdmin || caller.deviceUUID != nil || caller.secretHash != nil else { throw APIError.unauthorized }
+        let channels = request.uri.queryParameters.getAll("channel").map { String($0) }
+        guard !channels.isEmpty, channels.count <= 100 else { throw APIError.badRequest("channel is required (device:<uuid> or session:<id>), at most 100") }
+        try await authorize(caller, channels: channels)
+        let lastEventID = (request.headers[HTTPField.Name("Last-Event-ID")!] ?? request.uri.queryParameters.get("lastEventId"))
+            .flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+
+        let (id, stream, cursor) = hub.subscribe(channels: Set(channels))
+        var history: [BroadcastEvent] = []
+        if let lastEventID { history = try await hub.history(after: lastEventID, through: cursor, channels: channels) }
+        let hub = self.hub
+        let backlog = history
+        let headers: HTTPFields = [
+            .contentType: "text/event-stream", .cacheControl: "no-cache", HTTPField.Name("X-Accel-Buffering")!: "no",
+        ]
+        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+            defer { hub.unsubscribe(id) }
+            try await writer.write(ByteBuffer(string: "retry: 2000\n: connected\n\n"))
+            for event in backlog { try await writer.write(Self.frame(event)) }
+            for await item in stream {
+                switch item {
+                case .event(let event): try await writer.write(Self.frame(event))
+                case .heartbeat: try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
+                }
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    static func frame(_ event: BroadcastEvent) -> ByteBuffer {
+        ByteBuffer(string: "id: \(event.sequence)\nevent: \(event.name)\ndata: \(event.data)\n\n")
+    }
+
+    /// Admin: any channel. A device token: its own `device:` channel. A pairing secret: `session:` channels of its sessions.
+    private func authorize(_ caller: Caller, channels: [String]) async throws {
+        var sessions: [String] = []
+        for channel in channels {
+            if channel.hasPrefix("device:"), let uuid = UUID(uuidString: String(channel.dropFirst(7))) {
+                guard caller.isAdmin || caller.deviceUUID == uuid else { throw APIError.forbidden("not allowed to read \(channel)") }
+            } else if channel.hasPrefix("session:"), channel.count > 8, channel.count <= 263 {
+                if !caller.isAdmin { sessions.append(String(channel.dropFirst(8))) }
+            } else {
+                throw APIError.badRequest("channel \(channel) must be device:<uuid> or session:<id>")
+            }
+        }
+        guard !sessions.isEmpty else { return }
+        guard let hash = caller.secretHash else { throw APIError.forbidden("reading session channels needs the pairing secret (X-Relay-Secret)") }
+        let known = try await database.rows(
+            "SELECT session_id FROM activity_registration WHERE secret_hash = \(hash) AND session_id = ANY(\(sessions)::text[])",
+            as: String.self)
+        guard Set(known).isSuperset(of: sessions) else { throw APIError.forbidden("not allowed to read a session that is not registered under this secret") }
+    }
+}

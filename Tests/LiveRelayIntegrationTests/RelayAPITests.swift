@@ -1,0 +1,112 @@
+import APNsSimulator
+import Foundation
+import LiveRelayCore
+import Testing
+
+/// The OpenCode relay routes with the exact bodies the OpenCode server and app send.
+@Suite("Relay API (OpenCode)")
+struct RelayAPITests {
+    @Test("register a device, then an event sends an alert push and answers with the real outcome")
+    func alertEvent() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let token = randomToken()
+                let register = try await api.post("/v1/device/register",
+                    #"{"secret":"pair-secret","deviceToken":"\#(token)","bundleId":"\#(Harness.bundleID)","apnsEnv":"sandbox"}"#)
+                #expect(register.status == 200)
+                #expect(register.text == #"{"ok":true}"#)
+                let event = try await api.post("/v1/event",
+                    #"{"secret":"pair-secret","serverID":"srv1","eventType":"complete","sessionID":"ses_1","title":"Fix auth bug","body":"Done"}"#)
+                #expect(event.status == 200)
+                #expect(event["ok"] == .bool(true) && event["sent"] == .integer(1) && event["failed"] == .integer(0))
+                let push = try #require(h.simulator.pushes().first)
+                #expect(push.pushType == "alert" && push.topic == Harness.bundleID && push.priority == "10")
+                #expect(push.environment == "sandbox" && push.token == token)
+                #expect(push.aps["alert"] == .object(["title": .string("Fix auth bug"), "body": .string("Done")]))
+                #expect(push.payload.objectValue?["eventType"] == .string("complete"))
+                #expect(push.payload.objectValue?["sessionID"] == .string("ses_1"))
+                // A secret with no devices: nothing to send.
+                let none = try await api.post("/v1/event", #"{"secret":"other","eventType":"permission","sessionID":"ses_1"}"#)
+                #expect(none["sent"] == .integer(0) && none["failed"] == .integer(0))
+            }
+        }
+    }
+
+    @Test("activity register, progress updates it, complete ends it; registering again reactivates")
+    func activityLifecycle() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let token = randomToken()
+                #expect(try await api.post("/v1/activity/register",
+                    #"{"secret":"s3cret","sessionID":"ses_a","activityToken":"\#(token)","bundleId":"\#(Harness.bundleID)"}"#).status == 200)
+                let progress = try await api.post("/v1/event", #"""
+                    {"secret":"s3cret","eventType":"progress","sessionID":"ses_a","contentState":{"status":"working","sessionTitle":"Fix","lastMessage":"Installing dependencies...","retryInfo":null}}
+                    """#)
+                #expect(progress["sent"] == .integer(1))
+                let update = try #require(h.simulator.pushes().first)
+                #expect(update.event == "update" && update.token == token)
+                #expect(update.contentState["lastMessage"] == .string("Installing dependencies..."))
+                let complete = try await api.post("/v1/event", #"{"secret":"s3cret","eventType":"complete","sessionID":"ses_a"}"#)
+                #expect(complete["ok"] == .bool(true))
+                try await h.waitForPushes { $0.contains { $0.event == "end" } }
+                try await h.waitUntil("SELECT status = 'ended' FROM activity_registration WHERE session_id = 'ses_a'")
+                // Registering the same (secret, sessionID) again replaces the token and reactivates.
+                let newToken = randomToken()
+                _ = try await api.post("/v1/activity/register", #"{"secret":"s3cret","sessionID":"ses_a","activityToken":"\#(newToken)"}"#)
+                let rows = try await h.rows("SELECT status || ' ' || activity_token FROM activity_registration WHERE session_id = 'ses_a'", as: String.self)
+                #expect(rows == ["active \(newToken)"])
+                #expect(try await api.post("/v1/activity/unregister", #"{"secret":"s3cret","sessionID":"ses_a"}"#).status == 200)
+                #expect(try await h.rows("SELECT count(*)::int8 FROM activity_registration", as: Int64.self) == [0])
+            }
+        }
+    }
+
+    @Test("start with no registered activity sends a push-to-start to the device's push-to-start token")
+    func pushToStart() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let startToken = randomToken()
+                _ = try await api.post("/v1/device/register",
+                    #"{"secret":"p2s","deviceToken":"\#(randomToken())","pushToStartToken":"\#(startToken)"}"#)
+                let reply = try await api.post("/v1/event", #"{"secret":"p2s","eventType":"start","sessionID":"ses_s","title":"Fix auth bug"}"#)
+                #expect(reply["sent"] == .integer(1))
+                let push = try #require(h.simulator.pushes().first)
+                #expect(push.token == startToken && push.pushType == "liveactivity" && push.event == "start")
+                #expect(push.aps["attributes-type"] == .string("SessionActivityAttributes"))
+                #expect(push.aps["attributes"] == .object(["sessionId": .string("ses_s")]))
+                #expect(push.aps["alert"]?.objectValue?["title"] == .string("Fix auth bug"))
+            }
+        }
+    }
+
+    @Test("invalid bodies get 400 naming the field, oversized bodies 413, always JSON")
+    func invalidBodies() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let cases: [(String, String, String)] = [
+                    ("/v1/device/register", #"{"deviceToken":"ab"}"#, "secret"),
+                    ("/v1/device/register", #"{"secret":"x","deviceToken":42}"#, "deviceToken"),
+                    ("/v1/device/register", #"{"secret":"x","deviceToken":"ab","apnsEnv":"staging"}"#, "apnsEnv"),
+                    ("/v1/activity/register", #"{"secret":"x","activityToken":"ab"}"#, "sessionID"),
+                    ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"explode"}"#, "eventType"),
+                    ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"progress","contentState":[1]}"#, "contentState"),
+                    ("/v1/event", "not json", "JSON"),
+                ]
+                for (path, body, field) in cases {
+                    let reply = try await api.post(path, body)
+                    #expect(reply.status == 400, "\(path) \(body)")
+                    #expect(reply["ok"] == .bool(false))
+                    guard case .string(let error)? = reply["error"] else { Issue.record("no error for \(body)"); continue }
+                    #expect(error.contains(field), "\(error)")
+                }
+                let huge = try await api.post("/v1/event", "{\"secret\":\"" + String(repeating: "a", count: 100_000) + "\"}")
+                #expect(huge.status == 413)
+                #expect(huge["ok"] == .bool(false), "\(huge.text)")
+            }
+        }
+    }
+}
