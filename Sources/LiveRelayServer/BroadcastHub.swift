@@ -81,6 +81,15 @@ public final class BroadcastHub: Service, Sendable {
     /// True once the hub has read the log's position.
     public var isStarted: Bool { state.withLock { $0.cursor >= 0 } }
 
+    /// Waits (bounded) until the hub knows the log's position, so a new subscriber misses nothing written after it.
+    public func waitUntilStarted(timeout: Duration = .seconds(5)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !isStarted {
+            guard ContinuousClock.now < deadline else { throw DeadlineExceeded(what: "waiting for the broadcast log") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
     public func run() async throws {
         var backoff = Duration.milliseconds(100)
         var lastHeartbeat = ContinuousClock.now

@@ -59,7 +59,7 @@ public struct RelayServer: Sendable {
                 connector: connector, listener: listener, sender: sender, configuration: configuration.delivery, logger: workerLogger)
         }
         let hub = BroadcastHub(connector: connector, listener: listener, logger: logger)
-        let health = HealthCheck(connector: connector, migrator: migrator, listener: listener, logger: logger)
+        let health = HealthCheck(connector: connector, migrator: migrator, listener: listener, hub: hub, logger: logger)
         let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger)
         let database = RouteDatabase(client: pool, logger: logger)
         let auth = Authenticator(adminToken: configuration.adminToken, tokenSecret: try await tokenSecret())

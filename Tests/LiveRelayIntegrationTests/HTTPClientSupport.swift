@@ -1,3 +1,4 @@
+import Testing
 import AsyncHTTPClient
 import Foundation
 import LiveRelayCore
@@ -96,6 +97,7 @@ final class SSEClient: @unchecked Sendable {
             if condition(received) { return received }
             try await Task.sleep(for: .milliseconds(10))
         }
+        Issue.record("timed out waiting for events; received \(received.map { "\($0.id ?? -1) \($0.name) \($0.data)" })")
         throw Harness.TimedOut()
     }
 

@@ -10,6 +10,7 @@ public struct HealthCheck: Sendable {
     let connector: DatabaseConnector
     let migrator: Migrator
     let listener: WakeupListener
+    let hub: BroadcastHub
     let logger: Logger
 
     /// The checks by name, each true or false.
@@ -19,7 +20,7 @@ public struct HealthCheck: Sendable {
                 try await migrator.isUpToDate(on: connection, logger: logger)
             }
         }
-        return ["database": migrated != nil, "migrations": migrated == true, "listener": listener.isConnected]
+        return ["database": migrated != nil, "migrations": migrated == true, "listener": listener.isConnected, "stream": hub.isStarted]
     }
 }
 

@@ -24,6 +24,11 @@ struct StreamRoutes: Sendable {
         let lastEventID = (request.headers[HTTPField.Name("Last-Event-ID")!] ?? request.uri.queryParameters.get("lastEventId"))
             .flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
 
+        do {
+            try await hub.waitUntilStarted()
+        } catch {
+            throw APIError(status: .serviceUnavailable, message: "the stream is not ready yet (the database is unreachable); retry")
+        }
         let (id, stream, cursor) = hub.subscribe(channels: Set(channels))
         var history: [BroadcastEvent] = []
         if let lastEventID { history = try await hub.history(after: lastEventID, through: cursor, channels: channels) }

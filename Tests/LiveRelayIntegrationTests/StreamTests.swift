@@ -1,0 +1,159 @@
+import APNsSimulator
+import Foundation
+import LiveRelayCore
+import Testing
+
+/// The foreground stream: every change as a Server-Sent Event, resumable, and only for those allowed to read it.
+@Suite("SSE stream")
+struct StreamTests {
+    @Test("a SQL write shows as an event with id, name and JSON data; Last-Event-ID resumes without loss or repeat")
+    func eventsAndResume() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let device = UUID()
+                try await h.registerActivity(session: "ses_sse", device: device)
+                let query = "channel=session:ses_sse&channel=device:\(device.uuidString.lowercased())"
+                let stream = try await SSEClient(port: port, query: query, headers: RelayHTTP.admin)
+                #expect(stream.status == 200)
+                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 'ses_sse'"#)
+                let first = try await stream.wait { $0.count == 1 }[0]
+                #expect(first.name == "activity-update")
+                #expect(first.json == .object([
+                    "session_id": .string("ses_sse"), "device_uuid": .string(device.uuidString.lowercased()),
+                    "status": .string("active"), "content_state": .object(["n": .integer(1)]),
+                ]))
+                let firstID = try #require(first.id)
+                stream.close()
+
+                // Written while nobody listens; a client resuming from the first id gets exactly these, in order.
+                try await h.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'hello')")
+                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 'ses_sse'"#)
+                try await h.sql("UPDATE activity_registration SET status = 'ended' WHERE session_id = 'ses_sse'")
+                try await h.waitForPushes { $0.contains { $0.event == "end" } }
+                let resumed = try await SSEClient(port: port, query: query, headers: RelayHTTP.admin + [("Last-Event-ID", "\(firstID)")])
+                let events = try await resumed.wait { $0.count >= 3 }
+                #expect(events.map(\.name) == ["live-activity-message", "activity-update", "activity-end"])
+                #expect(events[0].json?.objectValue?["message"] == .string("hello"))
+                let ids = events.compactMap(\.id)
+                #expect(ids.count == 3 && ids == ids.sorted() && ids[0] > firstID)
+                // Live events keep coming after the backlog, once each.
+                try await h.sql("UPDATE device_live_activity_message SET message = 'bye' WHERE device_uuid = \(device)")
+                let more = try await resumed.wait { $0.count >= 4 }
+                #expect(more.count == 4 && more[3].json?.objectValue?["message"] == .string("bye"))
+                resumed.close()
+            }
+        }
+    }
+
+    @Test("401 without credentials, 403 for channels the caller may not read; device tokens and pairing secrets read their own")
+    func authorization() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let device = UUID()
+                let other = UUID()
+                let none = try await api.request(.GET, "/v1/stream?channel=device:\(device)")
+                #expect(none.status == 401 && none["ok"] == .bool(false))
+                let wrongAdmin = try await api.request(.GET, "/v1/stream?channel=device:\(device)", headers: [("Authorization", "Bearer nope")])
+                #expect(wrongAdmin.status == 401)
+                #expect(try await api.post("/v1/devices/\(device)/token", "{}").status == 401)
+
+                let minted = try await api.post("/v1/devices/\(device)/token", "{}", headers: RelayHTTP.admin)
+                guard case .string(let token)? = minted["token"] else { Issue.record("no token: \(minted.text)"); return }
+                #expect(!token.contains(Harness.adminToken))
+                let forbidden = try await api.request(.GET, "/v1/stream?channel=device:\(other)", headers: [("Authorization", "Bearer \(token)")])
+                #expect(forbidden.status == 403 && forbidden["ok"] == .bool(false))
+                #expect(try await api.post("/v1/devices/\(other)/token", "{}", headers: [("Authorization", "Bearer \(token)")]).status == 403)
+
+                let own = try await SSEClient(port: port, query: "channel=device:\(device.uuidString.lowercased())", headers: [("Authorization", "Bearer \(token)")])
+                #expect(own.status == 200)
+                // Browsers pass the token as access_token.
+                let browser = try await SSEClient(port: port, query: "channel=device:\(device.uuidString.lowercased())&access_token=\(token)", headers: [])
+                #expect(browser.status == 200)
+                try await h.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'mine'), (\(other), 'theirs')")
+                let events = try await own.wait { !$0.isEmpty }
+                try await browser.wait { !$0.isEmpty }
+                #expect(events.count == 1 && events[0].json?.objectValue?["message"] == .string("mine"))
+
+                // A pairing secret reads the sessions registered under it, and no others.
+                _ = try await api.post("/v1/activity/register", #"{"secret":"mine","sessionID":"ses_mine","activityToken":"\#(randomToken())"}"#)
+                _ = try await api.post("/v1/activity/register", #"{"secret":"theirs","sessionID":"ses_theirs","activityToken":"\#(randomToken())"}"#)
+                let allowed = try await SSEClient(port: port, query: "channel=session:ses_mine", headers: [("X-Relay-Secret", "mine")])
+                #expect(allowed.status == 200)
+                let denied = try await api.request(.GET, "/v1/stream?channel=session:ses_theirs", headers: [("X-Relay-Secret", "mine")])
+                #expect(denied.status == 403)
+                let badChannel = try await api.request(.GET, "/v1/stream?channel=everything", headers: RelayHTTP.admin)
+                #expect(badChannel.status == 400)
+                [own, browser, allowed].forEach { $0.close() }
+            }
+        }
+    }
+
+    @Test("two relays on one database: a write shows on both instances' streams exactly once each")
+    func twoInstances() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { first in
+                try await h.withRelayPort { second in
+                    let device = UUID()
+                    let query = "channel=device:\(device.uuidString.lowercased())"
+                    let a = try await SSEClient(port: first, query: query, headers: RelayHTTP.admin)
+                    let b = try await SSEClient(port: second, query: query, headers: RelayHTTP.admin)
+                    try await h.withConnection { connection in
+                        for n in 1...20 {
+                            try await connection.query("""
+                                INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), \(String(n)))
+                                ON CONFLICT (device_uuid) DO UPDATE SET message = excluded.message
+                                """, logger: h.logger)
+                        }
+                    }
+                    for stream in [a, b] {
+                        let events = try await stream.wait { $0.count >= 20 }
+                        try await Task.sleep(for: .milliseconds(300))
+                        #expect(stream.received.count == 20)
+                        #expect(events.compactMap { $0.json?.objectValue?["message"] } == (1...20).map { .string(String($0)) })
+                    }
+                    a.close()
+                    b.close()
+                }
+            }
+        }
+    }
+
+    @Test("the device message REST endpoint: admin upserts, the triggers push, a device token reads only its row")
+    func deviceMessageREST() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let device = UUID()
+                let token = try await h.registerActivity(session: "ses_rest", device: device, state: #"{"mode": "vpn"}"#)
+                let body = #"{"device_uuid":"\#(device.uuidString.lowercased())","message":"Meeting at 4","updated_by":"dashboard"}"#
+                let unauthorized = try await api.post("/rest/v1/device_live_activity_message", body)
+                #expect(unauthorized.status == 401)
+                let written = try await api.post("/rest/v1/device_live_activity_message", body,
+                                                 headers: RelayHTTP.admin + [("Prefer", "resolution=merge-duplicates")])
+                #expect(written.status == 201)
+                let push = try #require(try await h.waitForPushes { !$0.isEmpty }.first)
+                #expect(push.token == token && push.contentState["note"] == .string("Meeting at 4"))
+                let again = try await api.post("/rest/v1/device_live_activity_message", body.replacingOccurrences(of: "at 4", with: "at 5"),
+                                               headers: RelayHTTP.admin + [("Prefer", "resolution=merge-duplicates")])
+                #expect(again.status == 201)
+
+                let minted = try await api.post("/v1/devices/\(device)/token", "{}", headers: RelayHTTP.admin)
+                guard case .string(let deviceToken)? = minted["token"] else { Issue.record("no token"); return }
+                let read = try await api.request(.GET, "/rest/v1/device_live_activity_message?device_uuid=eq.\(device.uuidString.lowercased())",
+                                                 headers: [("Authorization", "Bearer \(deviceToken)")])
+                #expect(read.status == 200)
+                #expect(read.json?.arrayValue?.first?.objectValue?["message"] == .string("Meeting at 5"))
+                let other = try await api.request(.GET, "/rest/v1/device_live_activity_message?device_uuid=eq.\(UUID().uuidString)",
+                                                  headers: [("Authorization", "Bearer \(deviceToken)")])
+                #expect(other.status == 403)
+                let deviceWrite = try await api.post("/rest/v1/device_live_activity_message", body, headers: [("Authorization", "Bearer \(deviceToken)")])
+                #expect(deviceWrite.status == 403)
+            }
+        }
+    }
+}
+
+extension JSONValue {
+    var arrayValue: [JSONValue]? { if case .array(let values) = self { return values } else { return nil } }
+}
