@@ -17,6 +17,13 @@ LANGUAGE sql STABLE AS $$
     SELECT nullif(current_setting('liverelay.request_id', true), '')::uuid
 $$;
 
+-- An alert to show with the next update of the written activities (set by PATCH /v1/live-activities/{id}).
+CREATE OR REPLACE FUNCTION liverelay_request_extras() RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN coalesce(current_setting('liverelay.alert', true), '') = '' THEN NULL
+                ELSE jsonb_build_object('alert', current_setting('liverelay.alert', true)::jsonb) END
+$$;
+
 -- After rows land in delivery_outbox or broadcast_log.
 CREATE OR REPLACE FUNCTION liverelay_queue_inserted() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -79,8 +86,9 @@ BEGIN
         WHERE (n.status = 'ended' AND o.status = 'active')
            OR (n.status = 'active' AND n.content_state IS NOT NULL AND n.content_state IS DISTINCT FROM o.content_state)
     ), queued AS (
-        INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id, request_id)
-        SELECT 'activity', id, event, secret_hash, session_id, liverelay_request_id() FROM events ORDER BY id
+        INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id, request_id, payload)
+        SELECT 'activity', id, event, secret_hash, session_id, liverelay_request_id(), liverelay_request_extras()
+        FROM events ORDER BY id
     )
     INSERT INTO broadcast_log (channels, event, data)
     SELECT CASE WHEN device_uuid IS NULL THEN ARRAY['session:' || session_id]

@@ -65,6 +65,10 @@ public struct DeliveryPlanner: Sendable {
                 plan.settled += activityRows.map { .init(row: $0, status: "failed", reason: "ActivityDeleted") }
                 continue
             }
+            guard snapshot.platform == "ios" else {
+                plan.settled += activityRows.map { .init(row: $0, status: "failed", reason: "AndroidDeliveryNotAvailable") }
+                continue
+            }
             guard snapshot.status == "active" || snapshot.status == "ended" else {
                 plan.settled += activityRows.map { .init(row: $0, status: "failed", reason: "TokenInvalidated") }
                 continue

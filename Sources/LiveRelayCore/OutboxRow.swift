@@ -52,6 +52,8 @@ public struct ActivitySnapshot: Sendable, Hashable {
     public var bundleID: String
     public var environment: APNsEnvironment
     public var status: String
+    /// `ios` or `android` (Android delivery through FCM is not built yet).
+    public var platform: String = "ios"
     public var contentState: JSONValue?
     public var staleDate: Int64?
     public var dismissalDate: Int64?

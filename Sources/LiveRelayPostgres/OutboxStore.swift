@@ -57,24 +57,25 @@ public struct OutboxStore: Sendable {
         guard !ids.isEmpty else { return [:] }
         var result: [UUID: ActivitySnapshot] = [:]
         for try await (id, token, bundleID, env, status, contentState, stale, dismissal, relevance, priority, hasMessage, message,
-                       lastTimestamp, lastPayload)
+                       lastTimestamp, lastPayload, platform)
             in try await connection.query("""
                 SELECT a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state::text,
                        floor(extract(epoch FROM a.stale_date))::int8, floor(extract(epoch FROM a.dismissal_date))::int8,
                        a.relevance_score, a.priority::int4, m.device_uuid IS NOT NULL, m.message,
-                       s.last_timestamp, encode(s.last_payload, 'hex')
+                       s.last_timestamp, encode(s.last_payload, 'hex'), a.platform
                 FROM activity_registration a
                 LEFT JOIN device_live_activity_message m ON m.device_uuid = a.device_uuid
                 LEFT JOIN activity_delivery_state s ON s.activity_id = a.id
                 WHERE a.id = ANY(\(Array(ids))::uuid[])
                 """, logger: logger).decode(
-                    (UUID, String, String, String, String, String?, Int64?, Int64?, Double?, Int32, Bool, String?, Int64?, String?).self)
+                    (UUID, String, String, String, String, String?, Int64?, Int64?, Double?, Int32, Bool, String?, Int64?, String?, String).self)
         {
             result[id] = ActivitySnapshot(
                 id: id, activityToken: token, bundleID: bundleID, environment: APNsEnvironment(rawValue: env) ?? .production,
                 status: status, contentState: contentState.flatMap { try? JSONValue(parsing: $0) }, staleDate: stale,
                 dismissalDate: dismissal, relevanceScore: relevance, priority: Int(priority),
                 message: hasMessage ? (message ?? "") : nil, lastTimestamp: lastTimestamp, lastPayloadHash: lastPayload)
+            result[id]?.platform = platform
         }
         return result
     }

@@ -23,9 +23,11 @@ public final class DeliveryWorker: Service, Sendable {
     private let gateID: Int
     private let doorbell: Doorbell
     private let stopping = Mutex(false)
+    private let metrics: RelayMetrics?
 
     public init(connector: DatabaseConnector, listener: WakeupListener, sender: PushSender,
-                configuration: DeliveryConfiguration, logger: Logger) {
+                configuration: DeliveryConfiguration, metrics: RelayMetrics? = nil, logger: Logger) {
+        self.metrics = metrics
         self.connector = connector
         self.listener = listener
         self.sender = sender
@@ -122,6 +124,12 @@ public final class DeliveryWorker: Service, Sendable {
                 record(result, of: push, into: &outcome)
             }
             try await store.record(outcome, on: connection)
+            if let metrics {
+                for entry in outcome.logs {
+                    metrics.recordOutcome(status: entry.status, reason: entry.apnsReason)
+                    if let latency = entry.latencyMilliseconds, entry.status != "coalesced" { metrics.recordCommitToAPNs(seconds: latency / 1000) }
+                }
+            }
             return (rows.count, plan.settled.count + plan.pushes.reduce(0) { $0 + $1.rows.count })
         }
     }

@@ -48,6 +48,7 @@ public struct RelayServer: Sendable {
     /// - Parameter onReady: called with the HTTP port once the server listens.
     public func run(handleSignals: Bool = true, onReady: (@Sendable (Int) async -> Void)? = nil) async throws {
         let listener = WakeupListener(connector: connector, logger: logger)
+        let metrics = RelayMetrics()
         let tokens = try ProviderTokenSource(
             teamID: configuration.apns.teamID, keyID: configuration.apns.keyID, privateKeyPEM: configuration.apns.privateKeyPEM)
         let apns = try APNsClient(configuration: configuration.apns, tokens: tokens)
@@ -56,7 +57,8 @@ public struct RelayServer: Sendable {
             var workerLogger = logger
             workerLogger[metadataKey: "worker"] = "\(index)"
             return DeliveryWorker(
-                connector: connector, listener: listener, sender: sender, configuration: configuration.delivery, logger: workerLogger)
+                connector: connector, listener: listener, sender: sender, configuration: configuration.delivery, metrics: metrics,
+                logger: workerLogger)
         }
         let hub = BroadcastHub(connector: connector, listener: listener, logger: logger)
         let health = HealthCheck(connector: connector, migrator: migrator, listener: listener, hub: hub, logger: logger)
@@ -69,6 +71,9 @@ public struct RelayServer: Sendable {
         RelayRoutes(database: database, defaultBundleID: configuration.apns.defaultBundleID).register(on: router)
         StreamRoutes(hub: hub, auth: auth, database: database).register(on: router)
         AdminRoutes(auth: auth, database: database).register(on: router)
+        ViewRoutes(auth: auth, database: database).register(on: router)
+        LiveActivityRoutes(auth: auth, database: database, defaultBundleID: configuration.apns.defaultBundleID).register(on: router)
+        MetricsRoutes(metrics: metrics, database: database, hub: hub, tokens: tokens).register(on: router)
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "liverelay"),

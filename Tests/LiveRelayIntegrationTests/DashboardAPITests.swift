@@ -1,0 +1,99 @@
+import APNsSimulator
+import Foundation
+import LiveRelayCore
+import Testing
+
+/// What dashboards and backends use: REST views, the generic Live Activity API, /metrics and /ready.
+@Suite("Dashboard and admin API")
+struct DashboardAPITests {
+    @Test("views: filters and order are checked against the view's columns and bound; admin only")
+    func views() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                try await h.registerActivity(session: "v1")
+                try await h.registerActivity(session: "v2")
+                try await h.sql("UPDATE activity_registration SET status = 'ended' WHERE session_id = 'v2'")
+                try await h.waitUntil("SELECT count(*) = 0 FROM delivery_outbox")
+                #expect(try await api.request(.GET, "/v1/views/activities").status == 401)
+                let active = try await api.request(.GET, "/v1/views/activities?status=eq.active&order=session_id.desc&limit=10", headers: RelayHTTP.admin)
+                #expect(active.status == 200)
+                #expect(active.json?.arrayValue?.compactMap { $0.objectValue?["session_id"] } == [.string("v1")])
+                let stats = try await api.request(.GET, "/v1/views/delivery_stats?status=eq.sent", headers: RelayHTTP.admin)
+                #expect(stats.json?.arrayValue?.first?.objectValue?["deliveries"] == .integer(1))
+                for name in ["devices", "recent_deliveries", "queue_depth"] {
+                    #expect(try await api.request(.GET, "/v1/views/\(name)", headers: RelayHTTP.admin).status == 200, "\(name)")
+                }
+                let injection = try await api.request(.GET, "/v1/views/activities?session_id=eq.x'%3B%20DROP%20TABLE%20delivery_log%3B--", headers: RelayHTTP.admin)
+                #expect(injection.status == 200 && injection.json == .array([]))
+                #expect(try await api.request(.GET, "/v1/views/activities?nope=eq.1", headers: RelayHTTP.admin).status == 400)
+                #expect(try await api.request(.GET, "/v1/views/activities?order=secret_hash.asc", headers: RelayHTTP.admin).status == 400)
+                #expect(try await api.request(.GET, "/v1/views/activities?created_at=gt.yesterday-ish", headers: RelayHTTP.admin).status == 400)
+                #expect(try await api.request(.GET, "/v1/views/pg_shadow", headers: RelayHTTP.admin).status == 404)
+                #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_log", as: Int64.self) == [1])
+            }
+        }
+    }
+
+    @Test("the generic Live Activity API registers, updates with an alert, rotates the token and ends")
+    func liveActivities() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let token = randomToken()
+                let created = try await api.post("/v1/live-activities", #"""
+                    {"platform":"ios","token":"\#(token)","activityType":"OrderAttributes","attributes":{"orderId":"1234"},
+                     "contentState":{"status":"preparing","minutesAway":30},"externalId":"order-1234","userId":"user-42"}
+                    """#, headers: RelayHTTP.admin)
+                #expect(created.status == 201)
+                guard case .string(let id)? = created["id"] else { Issue.record("no id: \(created.text)"); return }
+                #expect(created["externalId"] == .string("order-1234"))
+                let listed = try await api.request(.GET, "/v1/live-activities?userId=user-42", headers: RelayHTTP.admin)
+                #expect(listed.json?.arrayValue?.count == 1)
+
+                let patched = try await api.request(.PATCH, "/v1/live-activities/\(id)", json: #"""
+                    {"contentState":{"status":"out_for_delivery","minutesAway":10},"alert":{"title":"On its way","body":"10 min"},"staleDate":2000000000}
+                    """#, headers: RelayHTTP.admin)
+                #expect(patched.status == 200)
+                let update = try #require(try await h.waitForPushes { !$0.isEmpty }.first)
+                #expect(update.contentState == ["status": .string("out_for_delivery"), "minutesAway": .integer(10)])
+                #expect(update.aps["alert"] == .object(["title": .string("On its way"), "body": .string("10 min")]))
+                #expect(update.aps["stale-date"] == .integer(2_000_000_000) && update.priority == "10")
+
+                let newToken = randomToken()
+                #expect(try await api.request(.PUT, "/v1/live-activities/\(id)/token", json: #"{"token":"\#(newToken)"}"#, headers: RelayHTTP.admin).status == 200)
+                let ended = try await api.request(.DELETE, "/v1/live-activities/\(id)?dismissalDate=2000000100", headers: RelayHTTP.admin)
+                #expect(ended.status == 200 && ended["status"] == .string("ended"))
+                let end = try #require(try await h.waitForPushes { $0.count == 2 }.last)
+                #expect(end.token == newToken && end.event == "end" && end.aps["dismissal-date"] == .integer(2_000_000_100))
+
+                #expect(try await api.request(.GET, "/v1/live-activities/\(UUID())", headers: RelayHTTP.admin).status == 404)
+                let bad = try await api.request(.PATCH, "/v1/live-activities/\(id)", json: #"{"contentState":{"x":1}}"#, headers: RelayHTTP.admin)
+                #expect(bad.status == 404)
+                let tooBig = try await api.post("/v1/live-activities", #"{"token":"ab","contentState":[1]}"#, headers: RelayHTTP.admin)
+                #expect(tooBig.status == 400)
+            }
+        }
+    }
+
+    @Test("/metrics counts deliveries and /ready reports its checks")
+    func metricsAndReady() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                try await h.registerActivity(session: "m1")
+                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 'm1'"#)
+                try await h.waitUntil("SELECT count(*) = 1 FROM delivery_log")
+                let metrics = try await api.request(.GET, "/metrics")
+                #expect(metrics.status == 200)
+                #expect(metrics.text.contains(#"liverelay_deliveries_total{status="sent""#))
+                #expect(metrics.text.contains("liverelay_commit_to_apns_seconds_bucket"))
+                #expect(metrics.text.contains("liverelay_queue_depth 0"))
+                #expect(metrics.text.contains("liverelay_provider_tokens_minted 1"))
+                let ready = try await api.request(.GET, "/ready")
+                #expect(ready.status == 200)
+                #expect(ready["checks"] == .object(["database": .bool(true), "migrations": .bool(true), "listener": .bool(true), "stream": .bool(true)]))
+            }
+        }
+    }
+}

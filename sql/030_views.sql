@@ -1,0 +1,34 @@
+-- Read-only views for dashboards, served by GET /v1/views/{name} (re-applied by every migrate).
+
+CREATE OR REPLACE VIEW liverelay_devices AS
+SELECT id, device_uuid, platform, bundle_id, apns_env, right(device_token, 8) AS token_suffix,
+       push_to_start_token IS NOT NULL AS has_push_to_start, created_at, updated_at
+FROM device_registration;
+
+CREATE OR REPLACE VIEW liverelay_activities AS
+SELECT a.id, a.session_id, a.device_uuid, a.status, a.platform, a.bundle_id, a.apns_env,
+       right(a.activity_token, 8) AS token_suffix, a.attributes_type, a.content_state, m.message AS device_message,
+       s.last_sent_at, a.created_at, a.updated_at
+FROM activity_registration a
+LEFT JOIN device_live_activity_message m ON m.device_uuid = a.device_uuid
+LEFT JOIN activity_delivery_state s ON s.activity_id = a.id;
+
+CREATE OR REPLACE VIEW liverelay_recent_deliveries AS
+SELECT id, created_at, status, event_type, session_id, activity_id, push_type, apns_env, token_suffix, apns_id,
+       apns_status, apns_reason, attempt, latency_ms, error
+FROM delivery_log
+WHERE created_at > now() - interval '24 hours';
+
+CREATE OR REPLACE VIEW liverelay_delivery_stats AS
+SELECT date_trunc('hour', created_at) AS hour, status, coalesce(apns_reason, '') AS reason, count(*) AS deliveries,
+       round(avg(latency_ms)::numeric, 3) AS avg_latency_ms,
+       round((percentile_cont(0.99) WITHIN GROUP (ORDER BY latency_ms))::numeric, 3) AS p99_latency_ms
+FROM delivery_log
+GROUP BY 1, 2, 3;
+
+CREATE OR REPLACE VIEW liverelay_queue_depth AS
+SELECT kind, count(*) AS queued, count(*) FILTER (WHERE next_attempt_at <= now()) AS due,
+       count(*) FILTER (WHERE attempts > 0) AS retrying,
+       coalesce(extract(epoch FROM now() - min(enqueued_at)), 0)::float8 AS oldest_seconds
+FROM delivery_outbox
+GROUP BY kind;
