@@ -14,6 +14,8 @@ public struct Migrator: Sendable {
 
     public var migrations: [Script]
     public var repeatable: [Script]
+    /// The folder the scripts were read from, when they were read from one.
+    public var directory: URL?
 
     public init(migrations: [Script], repeatable: [Script]) {
         self.migrations = migrations.sorted { $0.name < $1.name }
@@ -28,6 +30,7 @@ public struct Migrator: Sendable {
             return try names.map { Script(name: $0, sql: try String(contentsOf: url.appendingPathComponent($0), encoding: .utf8)) }
         }
         self.init(migrations: try scripts("migrations"), repeatable: try scripts("sql"))
+        self.directory = directory
     }
 
     /// Finds the folder holding `migrations/`: `LIVERELAY_SQL_DIR`, the working directory, or next to the executable's package.

@@ -20,12 +20,50 @@ public struct RelayServer: Sendable {
         self.logger = logger
         self.migrator = migrator
         self.connector = try DatabaseConnector(url: configuration.databaseURL)
+        self.openAPIDocument = migrator.directory.flatMap { try? Data(contentsOf: $0.appendingPathComponent("openapi.json")) }
     }
+
+    /// `openapi.json` from the project folder (beside `migrations/`).
+    let openAPIDocument: Data?
 
     /// Applies migrations (idempotent; serialised across relays by an advisory lock).
     public func migrate() async throws -> Migrator.Report {
         try await connector.withConnection(logger: logger) { connection in
             try await migrator.run(on: connection, logger: logger)
+        }
+    }
+
+    /// Every route: the relay API, the stream, admin and dashboard routes, health and metrics.
+    func makeRouter(listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient, metrics: RelayMetrics,
+                    tokens: ProviderTokenSource, auth: Authenticator) -> Router<BasicRequestContext> {
+        let health = HealthCheck(connector: connector, migrator: migrator, listener: listener, hub: hub, logger: logger)
+        let database = RouteDatabase(client: pool, logger: logger)
+        let router = Router()
+        router.add(middleware: JSONErrorMiddleware())
+        HealthRoutes(health: health).register(on: router)
+        RelayRoutes(database: database, defaultBundleID: configuration.apns.defaultBundleID).register(on: router)
+        StreamRoutes(hub: hub, auth: auth, database: database).register(on: router)
+        AdminRoutes(auth: auth, database: database).register(on: router)
+        ViewRoutes(auth: auth, database: database).register(on: router)
+        LiveActivityRoutes(auth: auth, database: database, defaultBundleID: configuration.apns.defaultBundleID).register(on: router)
+        MetricsRoutes(metrics: metrics, database: database, hub: hub, tokens: tokens).register(on: router)
+        DocumentRoutes(openAPI: openAPIDocument).register(on: router)
+        return router
+    }
+
+    /// "METHOD /path" of every route, with `{parameter}` as OpenAPI writes it (for the document's completeness test).
+    public func routeSignatures() throws -> [String] {
+        let listener = WakeupListener(connector: connector, logger: logger)
+        let router = makeRouter(
+            listener: listener, hub: BroadcastHub(connector: connector, listener: listener, logger: logger),
+            pool: PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger), metrics: RelayMetrics(),
+            tokens: try ProviderTokenSource(teamID: "T", keyID: "K", privateKeyPEM: configuration.apns.privateKeyPEM),
+            auth: Authenticator(adminToken: nil, tokenSecret: "unused"))
+        return router.routes.map { route in
+            let path = "/" + route.path.description.split(separator: "/").map { part in
+                part.hasPrefix(":") ? "{\(part.dropFirst())}" : String(part)
+            }.joined(separator: "/")
+            return "\(route.method.rawValue) \(path)"
         }
     }
 
@@ -61,19 +99,10 @@ public struct RelayServer: Sendable {
                 logger: workerLogger)
         }
         let hub = BroadcastHub(connector: connector, listener: listener, logger: logger)
-        let health = HealthCheck(connector: connector, migrator: migrator, listener: listener, hub: hub, logger: logger)
         let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger)
-        let database = RouteDatabase(client: pool, logger: logger)
-        let auth = Authenticator(adminToken: configuration.adminToken, tokenSecret: try await tokenSecret())
-        let router = Router()
-        router.add(middleware: JSONErrorMiddleware())
-        HealthRoutes(health: health).register(on: router)
-        RelayRoutes(database: database, defaultBundleID: configuration.apns.defaultBundleID).register(on: router)
-        StreamRoutes(hub: hub, auth: auth, database: database).register(on: router)
-        AdminRoutes(auth: auth, database: database).register(on: router)
-        ViewRoutes(auth: auth, database: database).register(on: router)
-        LiveActivityRoutes(auth: auth, database: database, defaultBundleID: configuration.apns.defaultBundleID).register(on: router)
-        MetricsRoutes(metrics: metrics, database: database, hub: hub, tokens: tokens).register(on: router)
+        let router = makeRouter(
+            listener: listener, hub: hub, pool: pool, metrics: metrics, tokens: tokens,
+            auth: Authenticator(adminToken: configuration.adminToken, tokenSecret: try await tokenSecret()))
         let app = Application(
             router: router,
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "liverelay"),
