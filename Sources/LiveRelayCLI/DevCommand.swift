@@ -59,6 +59,7 @@ struct DevCommand: AsyncParsableCommand {
                 relayEnvironment["APNS_PRODUCTION_URL"] = "https://127.0.0.1:\(simPort)"
                 relayEnvironment["APNS_SANDBOX_URL"] = "https://127.0.0.1:\(simPort)/sandbox"
                 relayEnvironment["APNS_CA_FILE"] = caPath
+                relayEnvironment["APNS_DEFAULT_BUNDLE_ID"] = relayEnvironment["APNS_DEFAULT_BUNDLE_ID"] ?? DevDemo.bundleID
             }
             let configuration: RelayConfiguration
             do { configuration = try RelayConfiguration.fromEnvironment(relayEnvironment) } catch { fail("\(error)") }

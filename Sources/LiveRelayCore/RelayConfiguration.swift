@@ -43,6 +43,9 @@ public struct RelayConfiguration: Sendable {
         configuration.delivery.workers = try reader.integer("LIVERELAY_WORKERS", default: 2, range: 1...64)
         configuration.delivery.batchSize = try reader.integer("LIVERELAY_BATCH_SIZE", default: 500, range: 1...10_000)
         configuration.delivery.pollIntervalMilliseconds = try reader.integer("LIVERELAY_POLL_INTERVAL_MS", default: 500, range: 10...60_000)
+        configuration.delivery.retry.maximumDelaySeconds = Double(try reader.integer(
+            "LIVERELAY_RETRY_MAX_DELAY_MS", default: 60_000, range: 100...3_600_000)) / 1000
+        configuration.delivery.retry.maximumAttempts = try reader.integer("LIVERELAY_RETRY_MAX_ATTEMPTS", default: 12, range: 1...100)
         return configuration
     }
 }

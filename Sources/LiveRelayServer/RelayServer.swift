@@ -39,7 +39,8 @@ public struct RelayServer: Sendable {
         let health = HealthCheck(connector: connector, migrator: migrator, listener: listener, hub: hub, logger: logger)
         let database = RouteDatabase(client: pool, logger: logger)
         let router = Router()
-        router.add(middleware: JSONErrorMiddleware())
+        let table = RouteTable()
+        router.add(middleware: JSONErrorMiddleware(routes: table))
         HealthRoutes(health: health).register(on: router)
         RelayRoutes(database: database, defaultBundleID: configuration.apns.defaultBundleID).register(on: router)
         StreamRoutes(hub: hub, auth: auth, database: database).register(on: router)
@@ -48,6 +49,7 @@ public struct RelayServer: Sendable {
         LiveActivityRoutes(auth: auth, database: database, defaultBundleID: configuration.apns.defaultBundleID).register(on: router)
         MetricsRoutes(metrics: metrics, database: database, hub: hub, tokens: tokens).register(on: router)
         DocumentRoutes(openAPI: openAPIDocument).register(on: router)
+        table.set(router.routes.map { ($0.path.description, $0.method.rawValue) })
         return router
     }
 

@@ -73,14 +73,15 @@ struct FailureHandlingTests {
             faults.rate429 = 0.1
             faults.retryAfterSeconds = 0
             h.simulator.setFaults(faults)
-            try await h.withRelay {
+            // Backoff capped at 400 ms so the test does not wait out long (correct) delays.
+            try await h.withRelay(environment: ["LIVERELAY_RETRY_MAX_DELAY_MS": "400", "LIVERELAY_RETRY_MAX_ATTEMPTS": "40"]) {
                 var registered: [String: String] = [:]
                 for index in 0..<20 { registered["s-retry-\(index)"] = try await h.registerActivity(session: "s-retry-\(index)") }
                 let tokens = registered
                 for round in 1...3 {
                     try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id LIKE 's-retry-%'")
                 }
-                let pushes = try await h.waitForPushes { pushes in
+                let pushes = try await h.waitForPushes(timeout: .seconds(40)) { pushes in
                     tokens.values.allSatisfy { token in pushes.last { $0.token == token }?.n == 3 }
                 }
                 #expect(h.simulator.responseCounts()["503", default: 0] + h.simulator.responseCounts()["429", default: 0] > 0)

@@ -46,7 +46,7 @@ struct AdminRoutes: Sendable {
             var rows: [JSONValue] = []
             for try await text in try await connection.query("""
                 SELECT json_build_object('device_uuid', device_uuid, 'message', message, 'updated_at', updated_at, 'updated_by', updated_by)::text
-                FROM device_live_activity_message WHERE \(filter) IS NULL OR device_uuid = \(filter) ORDER BY device_uuid LIMIT 1000
+                FROM device_live_activity_message WHERE \(filter)::uuid IS NULL OR device_uuid = \(filter) ORDER BY device_uuid LIMIT 1000
                 """, logger: database.logger).decode(String.self) {
                 rows.append(try JSONValue(parsing: text))
             }

@@ -2,6 +2,8 @@ import Foundation
 import Hummingbird
 import LiveRelayCore
 import NIOCore
+import PostgresNIO
+import Synchronization
 
 /// A JSON request body with typed field access; every problem names the field.
 struct JSONBody: Sendable {
@@ -19,6 +21,7 @@ struct JSONBody: Sendable {
     }
 
     func string(_ name: String, maxLength: Int = 4096) throws -> String {
+        if case .string("")? = members[name] { throw APIError.badRequest("\(name) must not be empty") }
         guard let value = try optionalString(name, maxLength: maxLength) else { throw APIError.badRequest("\(name) is required") }
         return value
     }
@@ -27,7 +30,9 @@ struct JSONBody: Sendable {
         switch members[name] {
         case nil, .null?: return nil
         case .string(let value)?:
-            guard !value.isEmpty else { throw APIError.badRequest("\(name) must not be empty") }
+            // An empty optional string means "not given".
+            guard !value.isEmpty else { return nil }
+            guard !value.utf8.contains(0) else { throw APIError.badRequest("\(name) must not contain NUL characters") }
             guard value.utf8.count <= maxLength else { throw APIError.badRequest("\(name) is longer than \(maxLength) bytes") }
             return value
         default: throw APIError.badRequest("\(name) must be a string")
@@ -66,11 +71,22 @@ struct APIError: Error, HTTPResponseError {
 
 /// Turns every error into JSON: API errors as they are, oversized bodies as 413, others as 500 without details.
 struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// The router's paths, to tell "no such path" (404) from "not this method" (405).
+    let routes: RouteTable
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let error as APIError {
             return jsonResponse(error.status, ["ok": .bool(false), "error": .string(error.message)])
+        } catch let error as PSQLError where ["22", "23"].contains(error.serverInfo?[.sqlState]?.prefix(2).description ?? "") {
+            // The database refused a value (bad encoding, out of range, constraint): the caller's input.
+            return jsonResponse(.badRequest, ["ok": .bool(false), "error": .string(error.serverInfo?[.message] ?? "invalid value")])
+        } catch let error as HTTPError where error.status == .notFound && !routes.methods(for: request.uri.path).isEmpty {
+            let allowed = routes.methods(for: request.uri.path)
+            var response = jsonResponse(.methodNotAllowed, ["ok": .bool(false), "error": .string("\(request.method) is not allowed on \(request.uri.path)")])
+            response.headers[.allow] = allowed.joined(separator: ", ")
+            return response
         } catch let error as HTTPError {
             let message = error.status == .contentTooLarge ? "the body is larger than \(JSONBody.maximumSize) bytes" : (error.body ?? error.status.reasonPhrase)
             return jsonResponse(error.status, ["ok": .bool(false), "error": .string(message)])
@@ -81,6 +97,25 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(error)"])
             return jsonResponse(.internalServerError, ["ok": .bool(false), "error": .string("internal error")])
+        }
+    }
+}
+
+/// The paths a router serves, filled once its routes are registered.
+final class RouteTable: Sendable {
+    private let patterns = Mutex<[(parts: [Substring], method: String)]>([])
+
+    func set(_ routes: [(path: String, method: String)]) {
+        patterns.withLock { $0 = routes.map { ($0.path.split(separator: "/"), $0.method) } }
+    }
+
+    /// The methods served on this path (with any parameters); a 404 from the router for one of them means a wrong method.
+    func methods(for path: String) -> [String] {
+        let parts = path.split(separator: "/")
+        return patterns.withLock { patterns in
+            patterns.filter { pattern in
+                pattern.parts.count == parts.count && zip(pattern.parts, parts).allSatisfy { $0.hasPrefix(":") || $0 == $1 }
+            }.map(\.method).sorted()
         }
     }
 }

@@ -87,8 +87,15 @@ struct LiveActivityRoutes: Sendable {
         let parameters = request.uri.queryParameters
         let status = parameters.get("status"), platform = parameters.get("platform")
         let externalID = parameters.get("externalId"), userID = parameters.get("userId")
-        let limit = min(max(parameters.get("limit", as: Int.self) ?? 100, 1), 1000)
-        let offset = max(parameters.get("offset", as: Int.self) ?? 0, 0)
+        func integer(_ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
+            guard let text = parameters.get(name) else { return value }
+            guard let number = Int(text), range.contains(number) else {
+                throw APIError.badRequest("\(name) must be a whole number in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return number
+        }
+        let limit = try integer("limit", default: 100, range: 1...1000)
+        let offset = try integer("offset", default: 0, range: 0...Int(Int32.max))
         let rows = try await database.rows("""
             SELECT \(unescaped: Self.columns) FROM activity_registration
             WHERE (\(status)::text IS NULL OR status = \(status)) AND (\(platform)::text IS NULL OR platform = \(platform))
@@ -141,7 +148,8 @@ struct LiveActivityRoutes: Sendable {
 
     /// Ends the activity: an `end` push, with `dismissalDate` (epoch seconds or ISO 8601) when given.
     func end(_ id: UUID, _ request: Request) async throws -> Response {
-        var dismissal = try request.uri.queryParameters.get("dismissalDate").map { try Self.parseDate(.string($0), "dismissalDate") }
+        var dismissal = try request.uri.queryParameters.get("dismissalDate").flatMap { $0.isEmpty ? nil : $0 }
+            .map { try Self.parseDate(.string(String($0)), "dismissalDate") }
         if dismissal == nil, let body = try? await JSONBody.read(request) { dismissal = try Self.date(body, "dismissalDate") }
         let finalState = dismissal
         let text = try await writing { connection in
@@ -191,16 +199,19 @@ struct LiveActivityRoutes: Sendable {
         return try parseDate(value, name)
     }
 
+    /// Epoch seconds (number or numeric string) or ISO 8601, between 1970 and 9999.
     static func parseDate(_ value: JSONValue, _ name: String) throws -> Date {
+        let seconds: Double?
         switch value {
-        case .integer(let seconds): return Date(timeIntervalSince1970: TimeInterval(seconds))
-        case .number(let seconds): return Date(timeIntervalSince1970: seconds)
-        case .string(let text):
-            if let seconds = Double(text) { return Date(timeIntervalSince1970: seconds) }
-            if let date = ISO8601DateFormatter().date(from: text) { return date }
-            fallthrough
-        default: throw APIError.badRequest("\(name) must be epoch seconds or an ISO 8601 date")
+        case .integer(let integer): seconds = Double(integer)
+        case .number(let number): seconds = number
+        case .string(let text): seconds = Double(text) ?? ISO8601DateFormatter().date(from: text)?.timeIntervalSince1970
+        default: seconds = nil
         }
+        guard let seconds, seconds.isFinite, (0...253_402_300_799).contains(seconds) else {
+            throw APIError.badRequest("\(name) must be epoch seconds or an ISO 8601 date between 1970 and 9999")
+        }
+        return Date(timeIntervalSince1970: seconds)
     }
 
     private func rawJSON(_ status: HTTPResponse.Status, _ text: String) -> Response {

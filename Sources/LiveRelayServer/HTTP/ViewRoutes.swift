@@ -48,6 +48,8 @@ struct ViewRoutes: Sendable {
             case "offset":
                 guard let number = Int(value), number >= 0 else { throw APIError.badRequest("offset must be a whole number ≥ 0") }
                 offset = number
+            case "order" where value.isEmpty:
+                continue
             case "order":
                 let parts = value.split(separator: ".").map(String.init)
                 guard let column = parts.first, columns[column] != nil, parts.count <= 2,
