@@ -104,6 +104,8 @@ public final class DeliveryWorker: Service, Sendable {
     /// One batch: claim, lock activities, build, send, record, commit.
     func runBatch(on connection: PostgresConnection) async throws -> (claimed: Int, processed: Int) {
         try await connection.withTransaction(logger: logger) { connection in
+            let clock = ContinuousClock()
+            let started = clock.now
             let (rows, now) = try await store.claim(limit: configuration.batchSize, on: connection)
             guard !rows.isEmpty else { return (0, 0) }
             var seen = Set<UUID>()
@@ -111,6 +113,7 @@ public final class DeliveryWorker: Service, Sendable {
             let locked = try await store.lockActivities(activityIDs, on: connection)
             let snapshots = try await store.snapshots(locked, on: connection)
             let plan = planner.plan(rows: rows, snapshots: snapshots, lockedActivities: locked, now: now)
+            let planned = clock.now
 
             var outcome = BatchOutcome()
             for settled in plan.settled {
@@ -120,10 +123,15 @@ public final class DeliveryWorker: Service, Sendable {
                     environment: nil, token: nil, apnsStatus: nil, apnsReason: nil, latencyMilliseconds: nil))
             }
             let results = await sender.sendAll(plan.pushes)
+            let sent = clock.now
             for (push, result) in zip(plan.pushes, results) {
                 record(result, of: push, into: &outcome)
             }
             try await store.record(outcome, on: connection)
+            logger.debug("batch", metadata: [
+                "rows": "\(rows.count)", "pushes": "\(plan.pushes.count)", "read_ms": "\((planned - started).milliseconds)",
+                "send_ms": "\((sent - planned).milliseconds)", "record_ms": "\((clock.now - sent).milliseconds)",
+            ])
             if let metrics {
                 for entry in outcome.logs {
                     metrics.recordOutcome(status: entry.status, reason: entry.apnsReason)
@@ -185,3 +193,8 @@ public final class DeliveryWorker: Service, Sendable {
     }
 }
 
+
+extension Duration {
+    /// Whole and fractional milliseconds, for logs.
+    var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 }
+}

@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+"""LiveRelay benchmarks (issue 4): one run, one machine, h2o as an independent HTTP/2 + TLS endpoint.
+
+Starts its own PostgreSQL cluster (default durable commits), h2o (answers 200 and logs the microsecond each request
+arrives), and the release `liverelay serve`; measures B1, B2, B5 and B6, prints percentiles and ratios to the h2load
+ceiling of the same run, and writes results.json and PNG plots. Run it through Benchmarks/run.
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import psycopg
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pct(values, p):
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    k = (len(ordered) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def as_postgres(args, **kw):
+    if os.geteuid() == 0:
+        args = ["runuser", "-u", "postgres", "--"] + args
+    return subprocess.run(args, check=True, capture_output=True, text=True, **kw)
+
+
+def rss_kb(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+class Stack:
+    def __init__(self, work, binary):
+        self.work, self.binary = work, binary
+        self.bindir = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True).stdout.strip()
+        self.pg_port, self.h2o_port, self.http_port = free_port(), free_port(), free_port()
+        self.relay = None
+        self.h2o = None
+
+    # PostgreSQL ------------------------------------------------------------------------------------------------
+    def start_postgres(self):
+        data = os.path.join(self.work, "pg")
+        os.makedirs(data)
+        if os.geteuid() == 0:
+            shutil.chown(self.work, "postgres", "postgres")
+            shutil.chown(data, "postgres", "postgres")
+        as_postgres([f"{self.bindir}/initdb", "-D", data, "-U", "postgres", "-A", "trust", "--no-instructions"])
+        with open(os.path.join(data, "postgresql.conf"), "a") as f:
+            f.write("\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nmax_connections = 200\n"
+                    "shared_buffers = 256MB\n")
+        as_postgres([f"{self.bindir}/pg_ctl", "-D", data, "-o", f"-p {self.pg_port}", "-l", f"{data}/log", "-w", "start"])
+        as_postgres([f"{self.bindir}/createdb", "-h", "127.0.0.1", "-p", str(self.pg_port), "-U", "postgres", "bench"])
+        self.data = data
+        self.url = f"postgres://postgres@127.0.0.1:{self.pg_port}/bench?sslmode=disable"
+
+    def stop_postgres(self):
+        try:
+            as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-m", "fast", "stop"])
+        except subprocess.CalledProcessError:
+            pass
+
+    def sql(self, query, params=None):
+        with psycopg.connect(self.url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+            cur = conn.execute(query, params)
+            return cur.fetchall() if cur.description else None
+
+    # h2o ---------------------------------------------------------------------------------------------------------
+    def start_h2o(self):
+        self.cert, self.key = os.path.join(self.work, "cert.pem"), os.path.join(self.work, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                        "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                        "-keyout", self.key, "-out", self.cert], check=True, capture_output=True)
+        self.access_log = os.path.join(self.work, "access.log")
+        conf = os.path.join(self.work, "h2o.conf")
+        with open(conf, "w") as f:
+            f.write(f"""listen:
+  host: 127.0.0.1
+  port: {self.h2o_port}
+  ssl:
+    certificate-file: {self.cert}
+    key-file: {self.key}
+num-threads: 1
+http2-max-concurrent-requests-per-connection: 1000
+error-log: {self.work}/h2o-error.log
+hosts:
+  default:
+    paths:
+      /:
+        mruby.handler: |
+          Proc.new do |env|
+            [200, {{"apns-id" => (env["HTTP_APNS_ID"] || "")}}, []]
+          end
+        access-log:
+          path: {self.access_log}
+          format: "%{{usec}}t %U"
+""")
+        self.h2o = subprocess.Popen(["h2o", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", self.h2o_port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit("h2o did not start")
+
+    def log_lines(self):
+        """Lines of the access log: (receive time in seconds, token)."""
+        lines = []
+        with open(self.access_log) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 2 and parts[1].startswith("/3/device/"):
+                    lines.append((int(parts[0]) / 1e6, parts[1][len("/3/device/"):]))
+        return lines
+
+    def wait_for_log(self, count, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            lines = self.log_lines()
+            if len(lines) >= count:
+                return lines
+            time.sleep(0.05)
+        return self.log_lines()
+
+    # The relay ----------------------------------------------------------------------------------------------------
+    def relay_env(self):
+        key = os.path.join(self.work, "apns.p8")
+        if not os.path.exists(key):
+            subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key],
+                           check=True, capture_output=True)
+        env = dict(os.environ)
+        env.update({
+            "DATABASE_URL": self.url, "APNS_TEAM_ID": "BENCHTEAM1", "APNS_KEY_ID": "BENCHKEY01", "APNS_PRIVATE_KEY_FILE": key,
+            "APNS_PRODUCTION_URL": f"https://127.0.0.1:{self.h2o_port}", "APNS_SANDBOX_URL": f"https://127.0.0.1:{self.h2o_port}",
+            "APNS_CA_FILE": self.cert, "PORT": str(self.http_port), "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "warning"), "LIVERELAY_SQL_DIR": ROOT,
+        })
+        return env
+
+    def migrate(self):
+        subprocess.run([self.binary, "migrate"], env=self.relay_env(), check=True, capture_output=True)
+
+    def start_relay(self):
+        started = time.time()
+        self.relay = subprocess.Popen([self.binary, "serve"], env=self.relay_env(), stdout=subprocess.DEVNULL,
+                                      stderr=open(os.path.join(self.work, "relay.log"), "ab"))
+        while time.time() - started < 30:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/ready", timeout=1) as r:
+                    if r.status == 200:
+                        return time.time() - started
+            except Exception:
+                time.sleep(0.005)
+        raise SystemExit("relay did not become ready; see relay.log")
+
+    def stop_relay(self):
+        if self.relay:
+            self.relay.send_signal(signal.SIGTERM)
+            self.relay.wait(timeout=30)
+            self.relay = None
+
+
+def register(stack, prefix, count):
+    stack.sql("""
+        INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, content_state)
+        SELECT encode(sha256('bench'), 'hex'), %s || i, md5(%s || i) || md5(i::text), 'dev.liverelay.bench', '{"n": 0}'
+        FROM generate_series(1, %s) AS i
+        """, (prefix, prefix, count))
+    rows = stack.sql("SELECT session_id, activity_token FROM activity_registration WHERE session_id LIKE %s", (prefix + "%",))
+    return dict(rows)
+
+
+def h2load_ceiling(stack, requests):
+    payload = os.path.join(stack.work, "payload.json")
+    with open(payload, "w") as f:
+        f.write('{"aps":{"content-state":{"n":1},"event":"update","timestamp":1795246286}}')
+    out = subprocess.run(["h2load", "-n", str(requests), "-c", "1", "-m", "500", "-t", "1", "-d", payload,
+                          "-H", "apns-push-type: liveactivity", f"https://127.0.0.1:{stack.h2o_port}/3/device/ceiling"],
+                         capture_output=True, text=True).stdout
+    rps = float(out.split("finished in")[1].split(",")[1].split("req/s")[0])
+    return rps, out
+
+
+def bench_b1(stack, rate, seconds):
+    sessions = register(stack, "b1-", rate * seconds)
+    time.sleep(1)
+    before = len(stack.log_lines())
+    commits = {}
+    with psycopg.connect(stack.url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+        start = time.time()
+        for i in range(1, rate * seconds + 1):
+            due = start + (i - 1) / rate
+            while time.time() < due:
+                time.sleep(min(0.0005, max(0, due - time.time())))
+            session = f"b1-{i}"
+            conn.execute("UPDATE activity_registration SET content_state = jsonb_build_object('n', %s) WHERE session_id = %s",
+                         (i, session))
+            commits[sessions[session]] = time.time()
+    lines = stack.wait_for_log(before + len(commits), 30)[before:]
+    latencies = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
+    return {"writes": len(commits), "received": len(latencies), "latencies_ms": latencies}
+
+
+def bench_b2(stack, count):
+    register(stack, "b2-", count)
+    stack.sql("VACUUM ANALYZE activity_registration")
+    time.sleep(1)
+    before = len(stack.log_lines())
+    started = time.time()
+    stack.sql("UPDATE activity_registration SET content_state = '{\"b2\": 1}' WHERE session_id LIKE 'b2-%'")
+    committed = time.time()
+    lines = stack.wait_for_log(before + count, 120)[before:]
+    times = sorted(received for received, _ in lines)
+    last = times[-1] if times else committed
+    return {"activities": count, "received": len(times), "statement_seconds": committed - started,
+            "seconds_after_commit": last - committed, "pushes_per_second": len(times) / max(last - committed, 1e-9),
+            "peak_rss_mb": rss_kb(stack.relay.pid, "VmHWM") / 1024, "timeline": [t - committed for t in times]}
+
+
+def pgbench(stack, clients, seconds, script):
+    path = os.path.join(stack.work, "b5.sql")
+    with open(path, "w") as f:
+        f.write(script)
+    out = subprocess.run([f"{stack.bindir}/pgbench", "-n", "-c", str(clients), "-j", "2", "-T", str(seconds), "-f", path,
+                          "-h", "127.0.0.1", "-p", str(stack.pg_port), "-U", "postgres", "bench"],
+                         capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("tps ="):
+            return float(line.split()[2])
+    raise SystemExit("pgbench failed:\n" + out)
+
+
+def bench_b5(stack, clients, seconds, rows):
+    script = (f"\\set id random(1, {rows})\n"
+              "UPDATE activity_registration SET content_state = jsonb_build_object('n', random()) "
+              "WHERE session_id = 'b1-' || :id;\n")
+    with_relay = pgbench(stack, clients, seconds, script)
+    stack.sql("ALTER TABLE activity_registration DISABLE TRIGGER USER")
+    try:
+        bare = pgbench(stack, clients, seconds, script)
+    finally:
+        stack.sql("ALTER TABLE activity_registration ENABLE TRIGGER USER")
+    return {"clients": clients, "seconds": seconds, "tps_with_triggers_and_relay": with_relay, "tps_bare": bare,
+            "ratio": with_relay / bare}
+
+
+def plots(results, directory):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    made = []
+    lat = sorted(results["B1"]["latencies_ms"])
+    if lat:
+        plt.figure(figsize=(6, 4))
+        plt.plot(lat, [100 * (i + 1) / len(lat) for i in range(len(lat))])
+        plt.xlabel("commit → request received at h2o (ms)")
+        plt.ylabel("percentile")
+        plt.title("B1: 200 updates/s, latency CDF")
+        plt.grid(True, alpha=0.3)
+        path = os.path.join(directory, "b1-latency-cdf.png")
+        plt.savefig(path, dpi=120, bbox_inches="tight")
+        made.append(path)
+    timeline = results["B2"].get("timeline", [])
+    if timeline:
+        plt.figure(figsize=(6, 4))
+        plt.plot(timeline, range(1, len(timeline) + 1))
+        plt.xlabel("seconds after commit")
+        plt.ylabel("pushes received")
+        plt.title(f"B2: one UPDATE over {len(timeline)} activities")
+        plt.grid(True, alpha=0.3)
+        path = os.path.join(directory, "b2-timeline.png")
+        plt.savefig(path, dpi=120, bbox_inches="tight")
+        made.append(path)
+    return made
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", default=os.path.join(ROOT, ".build-release/release/liverelay"))
+    parser.add_argument("--b1-rate", type=int, default=200)
+    parser.add_argument("--b1-seconds", type=int, default=20)
+    parser.add_argument("--b2-activities", type=int, default=100_000)
+    parser.add_argument("--b5-seconds", type=int, default=20)
+    parser.add_argument("--out", default=os.path.join(ROOT, "Benchmarks", "results"))
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="liverelay-bench-", dir="/tmp")
+    os.chmod(work, 0o755)
+    stack = Stack(work, args.binary)
+    results = {"machine": {"cpus": os.cpu_count(), "uname": " ".join(os.uname())}}
+    try:
+        stack.start_postgres()
+        stack.start_h2o()
+        ceiling, _ = h2load_ceiling(stack, 200_000)
+        results["ceiling_requests_per_second"] = ceiling
+        stack.migrate()
+        ready = stack.start_relay()
+        time.sleep(2)
+        results["B6"] = {"start_to_ready_seconds": ready, "idle_rss_mb": rss_kb(stack.relay.pid, "VmRSS") / 1024}
+        results["B1"] = bench_b1(stack, args.b1_rate, args.b1_seconds)
+        results["B5"] = bench_b5(stack, 16, args.b5_seconds, args.b1_rate * args.b1_seconds)
+        stack.stop_relay()
+        stack.start_relay()
+        results["B2"] = bench_b2(stack, args.b2_activities)
+    finally:
+        stack.stop_relay()
+        if stack.h2o:
+            stack.h2o.terminate()
+        if hasattr(stack, "data"):
+            stack.stop_postgres()
+    lat = results["B1"]["latencies_ms"]
+    ceiling_latency_ms = 1000 / ceiling
+    b2 = results["B2"]
+    summary = {
+        "ceiling": f"h2load: {ceiling:,.0f} requests/s (one connection, 500 streams) = {ceiling_latency_ms:.4f} ms per request",
+        "B1": f"{results['B1']['received']}/{results['B1']['writes']} received; commit → request p50 {pct(lat, 50):.3f} ms, "
+              f"p90 {pct(lat, 90):.3f} ms, p99 {pct(lat, 99):.3f} ms, max {max(lat) if lat else float('nan'):.3f} ms "
+              f"(p50 = {pct(lat, 50) / ceiling_latency_ms:.0f}× the ceiling's time per request)",
+        "B2": f"{b2['received']}/{b2['activities']} received in {b2['seconds_after_commit']:.2f} s after commit: "
+              f"{b2['pushes_per_second']:,.0f} pushes/s = {b2['pushes_per_second'] / ceiling:.2f} of the ceiling; "
+              f"UPDATE statement {b2['statement_seconds']:.2f} s; relay peak RSS {b2['peak_rss_mb']:.0f} MB",
+        "B5": f"16 durable writers: {results['B5']['tps_with_triggers_and_relay']:,.0f} tps with triggers + relay vs "
+              f"{results['B5']['tps_bare']:,.0f} tps bare = {results['B5']['ratio']:.2f}",
+        "B6": f"start → ready {results['B6']['start_to_ready_seconds'] * 1000:.0f} ms; idle RSS {results['B6']['idle_rss_mb']:.1f} MB",
+    }
+    results["summary"] = summary
+    for key in ["ceiling", "B1", "B2", "B5", "B6"]:
+        print(f"{key:8} {summary[key]}")
+    made = plots(results, args.out)
+    slim = json.loads(json.dumps(results))
+    slim["B1"]["latencies_ms"] = {p: pct(lat, p) for p in (50, 90, 99, 99.9)}
+    slim["B2"].pop("timeline", None)
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(slim, f, indent=2)
+    for path in made:
+        print("plot", os.path.relpath(path, ROOT))
+    if not os.environ.get("BENCH_KEEP"):
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print("kept", work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
