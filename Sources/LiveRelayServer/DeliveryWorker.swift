@@ -106,13 +106,10 @@ public final class DeliveryWorker: Service, Sendable {
         try await connection.withTransaction(logger: logger) { connection in
             let clock = ContinuousClock()
             let started = clock.now
-            let (rows, now) = try await store.claim(limit: configuration.batchSize, on: connection)
+            let claim = try await store.claim(limit: configuration.batchSize, on: connection)
+            let rows = claim.rows
             guard !rows.isEmpty else { return (0, 0) }
-            var seen = Set<UUID>()
-            let activityIDs = rows.compactMap(\.activityID).filter { seen.insert($0).inserted }
-            let locked = try await store.lockActivities(activityIDs, on: connection)
-            let snapshots = try await store.snapshots(locked, on: connection)
-            let plan = planner.plan(rows: rows, snapshots: snapshots, lockedActivities: locked, now: now)
+            let plan = planner.plan(rows: rows, snapshots: claim.snapshots, lockedActivities: claim.lockedActivities, now: claim.now)
             let planned = clock.now
 
             var outcome = BatchOutcome()
