@@ -24,19 +24,11 @@ LANGUAGE sql STABLE AS $$
                 ELSE jsonb_build_object('alert', current_setting('liverelay.alert', true)::jsonb) END
 $$;
 
--- After rows land in delivery_outbox or broadcast_log.
-CREATE OR REPLACE FUNCTION liverelay_queue_inserted() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF EXISTS (SELECT 1 FROM inserted_rows) THEN
-        PERFORM liverelay_wake();
-    END IF;
-    RETURN NULL;
-END $$;
-
-CREATE OR REPLACE TRIGGER delivery_outbox_wake
-    AFTER INSERT ON delivery_outbox REFERENCING NEW TABLE AS inserted_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION liverelay_queue_inserted();
+-- The queues no longer wake the relay themselves: the triggers below (and the relay's routes) call liverelay_wake()
+-- once per statement that queued something.
+DROP TRIGGER IF EXISTS delivery_outbox_wake ON delivery_outbox;
+DROP TRIGGER IF EXISTS broadcast_log_notify ON broadcast_log;
+DROP FUNCTION IF EXISTS liverelay_queue_inserted();
 
 -- updated_at follows every write.
 CREATE OR REPLACE FUNCTION liverelay_touch() RETURNS trigger
@@ -53,38 +45,38 @@ CREATE OR REPLACE TRIGGER device_registration_touch
 CREATE OR REPLACE TRIGGER device_live_activity_message_touch
     BEFORE UPDATE ON device_live_activity_message FOR EACH ROW EXECUTE FUNCTION liverelay_touch();
 
--- UPDATE activity_registration: content_state of an active activity → update; active → ended → end.
-CREATE OR REPLACE FUNCTION liverelay_activity_updated() RETURNS trigger
-LANGUAGE plpgsql AS $$
-DECLARE
-    oversized record;
+-- Raises when a payload is over APNs' limit (nothing is written then); true otherwise.
+CREATE OR REPLACE FUNCTION liverelay_assert_fits(session_id text, payload jsonb, what text) RETURNS boolean
+LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
-    SELECT n.session_id, liverelay_json_compact_length(p.payload) AS size INTO oversized
-    FROM new_rows n
-    JOIN old_rows o ON o.id = n.id
-    LEFT JOIN device_live_activity_message m ON m.device_uuid = n.device_uuid
-    CROSS JOIN LATERAL (SELECT liverelay_activity_payload(
-        CASE WHEN n.status = 'ended' THEN 'end' ELSE 'update' END,
-        liverelay_merge_note(n.content_state, m.device_uuid IS NOT NULL, m.message),
-        n.stale_date, n.dismissal_date, n.relevance_score) AS payload) p
-    WHERE ((n.status = 'ended' AND o.status = 'active')
-        OR (n.status = 'active' AND n.content_state IS DISTINCT FROM o.content_state))
-      AND liverelay_payload_too_large(p.payload)
-    LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'LiveRelay: the APNs payload for session % would be % bytes; APNs accepts at most 4096',
-                oversized.session_id, oversized.size
+    IF liverelay_payload_too_large(payload) THEN
+        RAISE EXCEPTION '%', format('LiveRelay: %sthe APNs payload for session %s would be %s bytes; APNs accepts at most 4096',
+                what, session_id, liverelay_json_compact_length(payload))
             USING ERRCODE = 'check_violation',
                   HINT = 'Shorten content_state (or the device''s live activity message); nothing was changed.';
     END IF;
+    RETURN true;
+END $$;
 
+-- UPDATE activity_registration: content_state of an active activity → update; active → ended → end.
+-- One pass: the size of a push is checked only when its content and message text could bring it near the limit
+-- (at most ~300 bytes of aps keys and dates come on top), and an oversized one aborts the statement.
+CREATE OR REPLACE FUNCTION liverelay_activity_updated() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
     WITH events AS (
         SELECT n.id, n.secret_hash, n.session_id, n.device_uuid, n.status, n.content_state,
                CASE WHEN n.status = 'ended' THEN 'end' ELSE 'update' END AS event
         FROM new_rows n
         JOIN old_rows o ON o.id = n.id
-        WHERE (n.status = 'ended' AND o.status = 'active')
-           OR (n.status = 'active' AND n.content_state IS NOT NULL AND n.content_state IS DISTINCT FROM o.content_state)
+        LEFT JOIN device_live_activity_message m ON m.device_uuid = n.device_uuid
+        WHERE ((n.status = 'ended' AND o.status = 'active')
+            OR (n.status = 'active' AND n.content_state IS NOT NULL AND n.content_state IS DISTINCT FROM o.content_state))
+          AND (coalesce(octet_length(n.content_state::text), 0) + coalesce(octet_length(to_jsonb(m.message)::text), 0) + 300 <= 4096
+               OR liverelay_assert_fits(n.session_id, liverelay_activity_payload(
+                      CASE WHEN n.status = 'ended' THEN 'end' ELSE 'update' END,
+                      liverelay_merge_note(n.content_state, m.device_uuid IS NOT NULL, m.message),
+                      n.stale_date, n.dismissal_date, n.relevance_score), ''))
     ), queued AS (
         INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id, request_id, payload)
         SELECT 'activity', id, event, secret_hash, session_id, liverelay_request_id(), liverelay_request_extras()
@@ -97,6 +89,9 @@ BEGIN
            jsonb_build_object('session_id', session_id, 'device_uuid', device_uuid, 'status', status,
                               'content_state', content_state)
     FROM events ORDER BY id;
+    IF FOUND THEN
+        PERFORM liverelay_wake();
+    END IF;
     RETURN NULL;
 END $$;
 
@@ -116,7 +111,8 @@ BEGIN
     JOIN activity_registration a ON a.device_uuid = m.device_uuid AND a.status = 'active'
     CROSS JOIN LATERAL (SELECT liverelay_activity_payload('update',
         liverelay_merge_note(a.content_state, true, m.message), a.stale_date, NULL, a.relevance_score) AS payload) p
-    WHERE liverelay_payload_too_large(p.payload)
+    WHERE coalesce(octet_length(a.content_state::text), 0) + octet_length(to_jsonb(m.message)::text) + 300 > 4096
+      AND liverelay_payload_too_large(p.payload)
     LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'LiveRelay: with this message the APNs payload for session % would be % bytes; APNs accepts at most 4096',
@@ -134,6 +130,9 @@ BEGIN
     SELECT ARRAY['device:' || m.device_uuid], 'live-activity-message',
            jsonb_build_object('device_uuid', m.device_uuid, 'message', m.message)
     FROM new_rows m ORDER BY m.device_uuid;
+    IF FOUND THEN
+        PERFORM liverelay_wake();
+    END IF;
     RETURN NULL;
 END $$;
 
@@ -144,6 +143,3 @@ CREATE OR REPLACE TRIGGER device_live_activity_message_update_deliver
     AFTER UPDATE ON device_live_activity_message REFERENCING NEW TABLE AS new_rows
     FOR EACH STATEMENT EXECUTE FUNCTION liverelay_message_written();
 
-CREATE OR REPLACE TRIGGER broadcast_log_notify
-    AFTER INSERT ON broadcast_log REFERENCING NEW TABLE AS inserted_rows
-    FOR EACH STATEMENT EXECUTE FUNCTION liverelay_queue_inserted();

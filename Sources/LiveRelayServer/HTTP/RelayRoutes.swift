@@ -126,6 +126,7 @@ struct RelayRoutes: Sendable {
                         WHERE secret_hash = \(hash) AND session_id = \(session) AND status = 'active'
                         """, logger: database.logger)
                 }
+                try await connection.query("SELECT liverelay_wake()", logger: database.logger)
                 return try await Self.count(requestID, on: connection, logger: database.logger)
             }
         case "progress", "start":
@@ -160,6 +161,7 @@ struct RelayRoutes: Sendable {
                         FROM device_registration
                         WHERE secret_hash = \(hash) AND push_to_start_token IS NOT NULL AND platform = 'ios'
                         """, logger: database.logger)
+                    try await connection.query("SELECT liverelay_wake()", logger: database.logger)
                 }
                 return try await Self.count(requestID, on: connection, logger: database.logger)
             }
