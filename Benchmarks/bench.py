@@ -127,22 +127,27 @@ hosts:
         raise SystemExit("h2o did not start")
 
     def log_lines(self):
-        """Lines of the access log: (receive time in seconds, token)."""
-        lines = []
+        """Lines of the access log so far: (receive time in seconds, token). Read incrementally, so that polling it
+        costs little CPU next to the relay being measured."""
+        if not hasattr(self, "_lines"):
+            self._lines, self._offset = [], 0
         with open(self.access_log) as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) == 2 and parts[1].startswith("/3/device/"):
-                    lines.append((int(parts[0]) / 1e6, parts[1][len("/3/device/"):]))
-        return lines
+            f.seek(self._offset)
+            chunk = f.read()
+        complete = chunk[:chunk.rfind("\n") + 1]
+        self._offset += len(complete.encode())
+        for line in complete.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[1].startswith("/3/device/"):
+                self._lines.append((int(parts[0]) / 1e6, parts[1][len("/3/device/"):]))
+        return list(self._lines)
 
     def wait_for_log(self, count, timeout):
         deadline = time.time() + timeout
         while time.time() < deadline:
-            lines = self.log_lines()
-            if len(lines) >= count:
-                return lines
-            time.sleep(0.05)
+            if len(self.log_lines()) >= count:
+                break
+            time.sleep(0.25)
         return self.log_lines()
 
     # The relay ----------------------------------------------------------------------------------------------------

@@ -91,14 +91,15 @@ public struct RelayServer: Sendable {
         let metrics = RelayMetrics()
         let tokens = try ProviderTokenSource(
             teamID: configuration.apns.teamID, keyID: configuration.apns.keyID, privateKeyPEM: configuration.apns.privateKeyPEM)
-        let apns = try APNsClient(configuration: configuration.apns, tokens: tokens)
-        let sender = PushSender(client: apns, logger: logger)
-        let workers = (0..<configuration.delivery.workers).map { index in
+        // One APNs client (one HTTP/2 connection per environment) per worker: a connection's streams are handled on
+        // one event loop thread, so several connections spread the work over the cores. The provider token is shared.
+        let clients = try (0..<configuration.delivery.workers).map { _ in try APNsClient(configuration: configuration.apns, tokens: tokens) }
+        let workers = clients.enumerated().map { index, client in
             var workerLogger = logger
             workerLogger[metadataKey: "worker"] = "\(index)"
             return DeliveryWorker(
-                connector: connector, listener: listener, sender: sender, configuration: configuration.delivery, metrics: metrics,
-                logger: workerLogger)
+                connector: connector, listener: listener, sender: PushSender(client: client, logger: workerLogger),
+                configuration: configuration.delivery, metrics: metrics, logger: workerLogger)
         }
         let hub = BroadcastHub(connector: connector, listener: listener, logger: logger)
         let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger)
@@ -126,9 +127,9 @@ public struct RelayServer: Sendable {
         do {
             try await group.run()
         } catch {
-            try? await apns.shutdown()
+            for client in clients { try? await client.shutdown() }
             throw error
         }
-        try? await apns.shutdown()
+        for client in clients { try? await client.shutdown() }
     }
 }
