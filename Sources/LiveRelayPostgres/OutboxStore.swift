@@ -25,42 +25,13 @@ public struct OutboxStore: Sendable {
     /// per-activity advisory lock of each of their activities it can (one sender per activity across all relays), and
     /// reads those activities' state with the device's message and what was last sent.
     public func claim(limit: Int, on connection: PostgresConnection) async throws -> Claim {
-        let stream = try await connection.query("""
-            WITH claimed AS MATERIALIZED (
-                SELECT id, kind, activity_id, event_type, secret_hash, session_id, device_token, bundle_id, apns_env, payload,
-                       priority, apns_id, request_id, enqueued_at, attempts, next_attempt_at
-                FROM delivery_outbox
-                WHERE next_attempt_at <= now()
-                ORDER BY next_attempt_at, id
-                LIMIT \(limit)
-                FOR UPDATE SKIP LOCKED
-            ), locked AS MATERIALIZED (
-                SELECT d.activity_id FROM (SELECT DISTINCT activity_id FROM claimed WHERE activity_id IS NOT NULL) d
-                WHERE pg_try_advisory_xact_lock(hashtextextended(d.activity_id::text, 7031))
-            )
-            SELECT c.id, c.kind, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token, c.bundle_id, c.apns_env,
-                   c.payload::text, c.priority::int4, c.apns_id, c.request_id, extract(epoch FROM c.enqueued_at)::float8, c.attempts,
-                   floor(extract(epoch FROM clock_timestamp()))::int8, l.activity_id IS NOT NULL,
-                   a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state::text,
-                   floor(extract(epoch FROM a.stale_date))::int8, floor(extract(epoch FROM a.dismissal_date))::int8,
-                   a.relevance_score, a.priority::int4, m.device_uuid IS NOT NULL, m.message,
-                   s.last_timestamp, encode(s.last_payload, 'hex'), a.platform
-            FROM claimed c
-            LEFT JOIN locked l ON l.activity_id = c.activity_id
-            LEFT JOIN activity_registration a ON a.id = l.activity_id
-            LEFT JOIN device_live_activity_message m ON m.device_uuid = a.device_uuid
-            LEFT JOIN activity_delivery_state s ON s.activity_id = a.id
-            ORDER BY c.next_attempt_at, c.id
-            """, logger: logger)
+        // A prepared statement: planned once per connection, not once per batch.
+        let stream = try await connection.execute(ClaimStatement(limit: Int64(limit)), logger: logger)
         var claim = Claim(now: Int64(Date().timeIntervalSince1970))
         for try await (id, kind, activityID, eventType, secretHash, sessionID, deviceToken, bundleID, env, payload, priority,
                        apnsID, requestID, enqueuedAt, attempts, dbNow, locked,
                        snapshotID, token, snapshotBundle, snapshotEnv, status, contentState, stale, dismissal, relevance, snapshotPriority,
-                       hasMessage, message, lastTimestamp, lastPayload, platform) in stream.decode(
-            (Int64, String, UUID?, String, String?, String?, String?, String?, String?, String?, Int32?, UUID, UUID?, Double, Int32,
-             Int64, Bool,
-             UUID?, String?, String?, String?, String?, String?, Int64?, Int64?, Double?, Int32?, Bool, String?, Int64?, String?,
-             String?).self)
+                       hasMessage, message, lastTimestamp, lastPayload, platform) in stream
         {
             claim.now = dbNow
             claim.rows.append(OutboxRow(
@@ -159,6 +130,53 @@ public struct OutboxStore: Sendable {
                 WHERE (device_token = \(change.token) OR push_to_start_token = \(change.token)) AND apns_env <> \(env)
                 """, logger: logger)
         }
+    }
+}
+
+/// The claim query (see `OutboxStore.claim`).
+struct ClaimStatement: PostgresPreparedStatement {
+    typealias Row = (Int64, String, UUID?, String, String?, String?, String?, String?, String?, String?, Int32?, UUID, UUID?,
+                     Double, Int32, Int64, Bool,
+                     UUID?, String?, String?, String?, String?, String?, Int64?, Int64?, Double?, Int32?, Bool, String?, Int64?,
+                     String?, String?)
+    static let name = "liverelay_claim_v1"
+    static let sql = """
+            WITH claimed AS MATERIALIZED (
+                SELECT id, kind, activity_id, event_type, secret_hash, session_id, device_token, bundle_id, apns_env, payload,
+                       priority, apns_id, request_id, enqueued_at, attempts, next_attempt_at
+                FROM delivery_outbox
+                WHERE next_attempt_at <= now()
+                ORDER BY next_attempt_at, id
+                LIMIT $1
+                FOR UPDATE SKIP LOCKED
+            ), locked AS MATERIALIZED (
+                SELECT d.activity_id FROM (SELECT DISTINCT activity_id FROM claimed WHERE activity_id IS NOT NULL) d
+                WHERE pg_try_advisory_xact_lock(hashtextextended(d.activity_id::text, 7031))
+            )
+            SELECT c.id, c.kind, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token, c.bundle_id, c.apns_env,
+                   c.payload::text, c.priority::int4, c.apns_id, c.request_id, extract(epoch FROM c.enqueued_at)::float8, c.attempts,
+                   floor(extract(epoch FROM clock_timestamp()))::int8, l.activity_id IS NOT NULL,
+                   a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state::text,
+                   floor(extract(epoch FROM a.stale_date))::int8, floor(extract(epoch FROM a.dismissal_date))::int8,
+                   a.relevance_score, a.priority::int4, m.device_uuid IS NOT NULL, m.message,
+                   s.last_timestamp, encode(s.last_payload, 'hex'), a.platform
+            FROM claimed c
+            LEFT JOIN locked l ON l.activity_id = c.activity_id
+            LEFT JOIN activity_registration a ON a.id = l.activity_id
+            LEFT JOIN device_live_activity_message m ON m.device_uuid = a.device_uuid
+            LEFT JOIN activity_delivery_state s ON s.activity_id = a.id
+            ORDER BY c.next_attempt_at, c.id
+        """
+    var limit: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings()
+        bindings.append(limit)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        try row.decode(Row.self)
     }
 }
 
