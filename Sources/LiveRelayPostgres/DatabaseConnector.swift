@@ -124,3 +124,38 @@ private final class ConnectionIDs: Sendable {
     private let counter = Mutex<Int>(0)
     func next() -> Int { counter.withLock { $0 += 1; return $0 } }
 }
+
+extension DatabaseConnector {
+    /// Runs `session` on a fresh connection, again and again: after it fails (or the connection drops) it reconnects
+    /// with backoff (100 ms doubling to 2 s), until `shouldStop` says so. Each long-running part of the relay owns one.
+    /// - Parameters:
+    ///   - role: names the part in the warning logged on each failure.
+    ///   - onFailure: called after each failure, before the backoff.
+    public func runReconnecting(
+        role: String, logger: Logger, shouldStop: () -> Bool, onFailure: () -> Void = {},
+        _ session: (PostgresConnection) async throws -> Void
+    ) async {
+        var backoff = Duration.milliseconds(100)
+        while !shouldStop() {
+            do {
+                let connection = try await connect(logger: logger)
+                backoff = .milliseconds(100)
+                do {
+                    try await session(connection)
+                } catch {
+                    try? await connection.close()
+                    throw error
+                }
+                try? await connection.close()
+            } catch {
+                onFailure()
+                if shouldStop() || error is CancellationError { break }
+                logger.warning("\(role) lost its database connection; reconnecting", metadata: [
+                    "error": "\(String(reflecting: error))", "retry_in_ms": "\(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)",
+                ])
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(2))
+            }
+        }
+    }
+}

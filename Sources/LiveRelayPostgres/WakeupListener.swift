@@ -61,32 +61,14 @@ public final class WakeupListener: Service, Sendable {
     public var isConnected: Bool { state.withLock { $0.connected } }
 
     public func run() async throws {
-        var backoff = Duration.milliseconds(100)
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            do {
-                let connection = try await connector.connect(logger: logger)
-                backoff = .milliseconds(100)
-                do {
-                    try await cancelWhenGracefulShutdown {
-                        try await ConnectionScope.run(on: connection, deadline: nil, what: "listening") {
-                            try await self.listen(on: connection)
-                        }
-                    }
-                } catch {
-                    try? await connection.close()
-                    throw error
+        await connector.runReconnecting(
+            role: "wake-up listener", logger: logger, shouldStop: { Task.isCancelled || Task.isShuttingDownGracefully },
+            onFailure: { state.withLock { $0.connected = false } }
+        ) { connection in
+            try await cancelWhenGracefulShutdown {
+                try await ConnectionScope.run(on: connection, deadline: nil, what: "listening") {
+                    try await self.listen(on: connection)
                 }
-                try? await connection.close()
-            } catch is CancellationError {
-                break
-            } catch {
-                state.withLock { $0.connected = false }
-                if Task.isShuttingDownGracefully || Task.isCancelled { break }
-                logger.warning("wake-up listener lost its connection; reconnecting", metadata: [
-                    "error": "\(String(reflecting: error))", "retry_in_ms": "\(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)",
-                ])
-                try? await Task.sleep(for: backoff)
-                backoff = min(backoff * 2, .seconds(2))
             }
         }
         state.withLock { $0.connected = false }

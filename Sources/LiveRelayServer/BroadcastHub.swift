@@ -91,27 +91,13 @@ public final class BroadcastHub: Service, Sendable {
     }
 
     public func run() async throws {
-        var backoff = Duration.milliseconds(100)
         var lastHeartbeat = ContinuousClock.now
         var lastPrune = ContinuousClock.now - .seconds(3600)
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            do {
-                let connection = try await connector.connect(logger: logger)
-                backoff = .milliseconds(100)
-                do {
-                    try await follow(on: connection, lastHeartbeat: &lastHeartbeat, lastPrune: &lastPrune)
-                } catch {
-                    try? await connection.close()
-                    throw error
-                }
-                try? await connection.close()
-            } catch {
-                listener.reportIdle(gateID)
-                if Task.isCancelled || Task.isShuttingDownGracefully { break }
-                logger.warning("broadcast hub lost its database connection; retrying", metadata: ["error": "\(String(reflecting: error))"])
-                try? await Task.sleep(for: backoff)
-                backoff = min(backoff * 2, .seconds(2))
-            }
+        await connector.runReconnecting(
+            role: "broadcast hub", logger: logger, shouldStop: { Task.isCancelled || Task.isShuttingDownGracefully },
+            onFailure: { listener.reportIdle(gateID) }
+        ) { connection in
+            try await follow(on: connection, lastHeartbeat: &lastHeartbeat, lastPrune: &lastPrune)
         }
         let subscribers = state.withLock { state in
             defer { state.subscribers.removeAll() }

@@ -52,26 +52,11 @@ public final class DeliveryWorker: Service, Sendable {
     private var isStopping: Bool { stopping.withLock { $0 } || Task.isCancelled }
 
     private func loop() async {
-        var backoff = Duration.milliseconds(100)
         let poll = Duration.milliseconds(configuration.pollIntervalMilliseconds)
-        while !isStopping {
-            do {
-                let connection = try await connector.connect(logger: logger)
-                backoff = .milliseconds(100)
-                do {
-                    try await drain(on: connection, poll: poll)
-                } catch {
-                    try? await connection.close()
-                    throw error
-                }
-                try? await connection.close()
-            } catch {
-                listener.reportIdle(gateID)
-                if isStopping { break }
-                logger.warning("delivery worker lost its database connection; retrying", metadata: ["error": "\(String(reflecting: error))"])
-                try? await Task.sleep(for: backoff)
-                backoff = min(backoff * 2, .seconds(2))
-            }
+        await connector.runReconnecting(
+            role: "delivery worker", logger: logger, shouldStop: { isStopping }, onFailure: { listener.reportIdle(gateID) }
+        ) { connection in
+            try await drain(on: connection, poll: poll)
         }
         listener.reportIdle(gateID)
     }
