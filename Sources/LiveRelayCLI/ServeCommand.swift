@@ -27,7 +27,7 @@ struct ServeCommand: AsyncParsableCommand {
             let report = try await server.migrate()
             if !report.applied.isEmpty { logger.notice("applied migrations", metadata: ["applied": "\(report.applied)"]) }
         } catch {
-            fail("liverelay: cannot prepare the database: \(String(describing: error))")
+            fail("liverelay: cannot prepare the database: \(safeDescription(error))")
         }
         try await server.run()
     }
@@ -53,7 +53,7 @@ struct MigrateCommand: AsyncParsableCommand {
             if report.applied.isEmpty { print("migrations up to date (\(report.alreadyApplied.count) applied)") }
             for name in report.reapplied { print("reapplied sql/\(name)") }
         } catch {
-            fail("liverelay: migrate failed: \(String(describing: error))")
+            fail("liverelay: migrate failed: \(safeDescription(error))")
         }
     }
 }

@@ -151,11 +151,26 @@ extension DatabaseConnector {
                 onFailure()
                 if shouldStop() || error is CancellationError { break }
                 logger.warning("\(role) lost its database connection; reconnecting", metadata: [
-                    "error": "\(String(reflecting: error))", "retry_in_ms": "\(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)",
+                    "error": "\(safeDescription(error))", "retry_in_ms": "\(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)",
                 ])
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, .seconds(2))
             }
         }
     }
+}
+
+/// An error as a log line without bind values: PostgresNIO's debug description carries the query's binds (tokens,
+/// secrets), so for a `PSQLError` only its code, SQLSTATE and the server's message are kept.
+public func safeDescription(_ error: any Error) -> String {
+    if let error = error as? PSQLError {
+        let state = error.serverInfo?[.sqlState].map { " \($0)" } ?? ""
+        let message = error.serverInfo?[.message].map { ": \($0)" } ?? ""
+        return "PSQLError \(error.code)\(state)\(message)"
+    }
+    if let error = error as? PostgresTransactionError {
+        return "transaction failed: " + [error.beginError, error.closureError, error.commitError, error.rollbackError]
+            .compactMap { $0.map(safeDescription) }.joined(separator: "; ")
+    }
+    return String(describing: error)
 }

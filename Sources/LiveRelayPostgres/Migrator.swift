@@ -139,7 +139,7 @@ public struct Migrator: Sendable {
             try await connection.query("COMMIT", logger: logger)
         } catch {
             _ = try? await connection.query("ROLLBACK", logger: logger)
-            throw MigrationError.failed(script.name, underlying: String(reflecting: error))
+            throw MigrationError.failed(script.name, underlying: safeDescription(error))
         }
     }
 }

@@ -108,6 +108,8 @@ public struct RelayServer: Sendable {
             auth: Authenticator(adminToken: configuration.adminToken, tokenSecret: try await tokenSecret()))
         let app = Application(
             router: router,
+            // An idle connection is closed after 60 s (streams write a heartbeat every 10 s).
+            server: .http1(configuration: .init(idleTimeout: .seconds(60))),
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "liverelay"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0

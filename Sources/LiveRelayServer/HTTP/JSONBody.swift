@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import LiveRelayCore
 import NIOCore
+import LiveRelayPostgres
 import PostgresNIO
 import Synchronization
 
@@ -95,7 +96,7 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             let message = status == .contentTooLarge ? "the body is larger than \(JSONBody.maximumSize) bytes" : status.reasonPhrase
             return jsonResponse(status, ["ok": .bool(false), "error": .string(message)])
         } catch {
-            context.logger.error("request failed", metadata: ["error": "\(error)"])
+            context.logger.error("request failed", metadata: ["error": "\(safeDescription(error))"])
             return jsonResponse(.internalServerError, ["ok": .bool(false), "error": .string("internal error")])
         }
     }
