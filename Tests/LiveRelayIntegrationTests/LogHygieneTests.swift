@@ -1,0 +1,52 @@
+import APNsSimulator
+import Foundation
+import LiveRelayCore
+import LiveRelayServer
+import Testing
+
+/// Secrets and tokens never reach the logs, even at trace level.
+@Suite("Log hygiene")
+struct LogHygieneTests {
+    @Test("no log line holds a pairing secret, a push token, the admin token or a device token", .timeLimit(.minutes(1)))
+    func noSecretsInLogs() async throws {
+        try await Harness.with { h in
+            var environment = ProcessInfo.processInfo.environment.merging(h.relayEnvironment) { $1 }
+            let port = LocalPostgres.freePort()
+            environment["PORT"] = String(port)
+            environment["LOG_LEVEL"] = "trace"
+            environment["LIVERELAY_SQL_DIR"] = Harness.projectRoot.path
+            let relay = try RelayProcess(arguments: ["serve"], environment: environment)
+            defer { relay.stop(signal: SIGKILL) }
+            let api = RelayHTTP(port: port)
+            let deadline = ContinuousClock.now + .seconds(20)
+            while (try? await api.request(.GET, "/ready").status) != 200 {
+                guard ContinuousClock.now < deadline else { Issue.record("relay not ready: \(relay.output.suffix(2000))"); return }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            let secret = "pairing-secret-\(UUID().uuidString)"
+            let deviceToken = randomToken(), activityToken = randomToken(), deadToken = randomToken()
+            var faults = SimulatorFaults()
+            faults.tokenErrors[deadToken] = "Unregistered"
+            h.simulator.setFaults(faults)
+            _ = try await api.post("/v1/device/register", #"{"secret":"\#(secret)","deviceToken":"\#(deviceToken)"}"#)
+            _ = try await api.post("/v1/device/register", #"{"secret":"\#(secret)","deviceToken":"\#(deadToken)"}"#)
+            _ = try await api.post("/v1/activity/register", #"{"secret":"\#(secret)","sessionID":"ses_log","activityToken":"\#(activityToken)"}"#)
+            let event = try await api.post("/v1/event", #"{"secret":"\#(secret)","eventType":"progress","sessionID":"ses_log","contentState":{"n":1}}"#)
+            #expect(event["sent"] == .integer(1))
+            let alert = try await api.post("/v1/event", #"{"secret":"\#(secret)","eventType":"permission","sessionID":"ses_log"}"#)
+            #expect(alert["sent"] == .integer(1) && alert["failed"] == .integer(1))
+            let minted = try await api.post("/v1/devices/\(UUID())/token", "{}", headers: RelayHTTP.admin)
+            guard case .string(let issued)? = minted["token"] else { Issue.record("no token"); return }
+            _ = try await api.request(.GET, "/v1/stream?channel=session:ses_log", headers: [("X-Relay-Secret", "wrong")])
+            _ = try await api.request(.GET, "/rest/v1/device_live_activity_message", headers: [("Authorization", "Bearer \(issued)")])
+            relay.stop(signal: SIGTERM)
+            let output = relay.output
+            #expect(output.count > 1000, "trace logging produced too little to judge")
+            for (name, value) in [("secret", secret), ("device token", deviceToken), ("activity token", activityToken),
+                                  ("dead token", deadToken), ("admin token", Harness.adminToken), ("device token issued", issued),
+                                  ("secret hash", secretHash(secret))] {
+                #expect(!output.contains(value), "the log contains the \(name)")
+            }
+        }
+    }
+}
