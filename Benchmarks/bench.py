@@ -6,6 +6,8 @@ arrives), and the release `liverelay serve`; measures B1, B2, B5 and B6, prints 
 ceiling of the same run, and writes results.json and PNG plots. Run it through Benchmarks/run.
 """
 import argparse
+import asyncio
+import uuid
 import json
 import os
 import shutil
@@ -21,6 +23,7 @@ import urllib.request
 import psycopg
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ADMIN_TOKEN = "bench-admin-token-0123456789"
 
 
 def free_port():
@@ -160,7 +163,7 @@ hosts:
         env.update({
             "DATABASE_URL": self.url, "APNS_TEAM_ID": "BENCHTEAM1", "APNS_KEY_ID": "BENCHKEY01", "APNS_PRIVATE_KEY_FILE": key,
             "APNS_PRODUCTION_URL": f"https://127.0.0.1:{self.h2o_port}", "APNS_SANDBOX_URL": f"https://127.0.0.1:{self.h2o_port}",
-            "APNS_CA_FILE": self.cert, "PORT": str(self.http_port), "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "warning"), "LIVERELAY_SQL_DIR": ROOT,
+            "APNS_CA_FILE": self.cert, "PORT": str(self.http_port), "LIVERELAY_ADMIN_TOKEN": ADMIN_TOKEN, "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "warning"), "LIVERELAY_SQL_DIR": ROOT,
         })
         return env
 
@@ -244,6 +247,60 @@ def bench_b2(stack, count):
             "peak_rss_mb": rss_kb(stack.relay.pid, "VmHWM") / 1024, "timeline": [t - committed for t in times]}
 
 
+async def bench_b3_async(stack, clients):
+    devices = [str(uuid.UUID(int=i + 1)) for i in range(clients)]
+    received, connected = {}, 0
+    all_connected = asyncio.Event()
+    gate = asyncio.Semaphore(256)
+
+    async def client(device):
+        nonlocal connected
+        async with gate:
+            reader, writer = await asyncio.open_connection("127.0.0.1", stack.http_port)
+            writer.write(f"GET /v1/stream?channel=device:{device} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                         f"Authorization: Bearer {ADMIN_TOKEN}\r\n\r\n".encode())
+            await writer.drain()
+            buffer = b""
+            while b"connected" not in buffer:
+                chunk = await reader.read(4096)
+                if not chunk:
+                    return
+                buffer += chunk
+        connected += 1
+        if connected == clients:
+            all_connected.set()
+        while b"live-activity-message" not in buffer:
+            chunk = await reader.read(4096)
+            if not chunk:
+                break
+            buffer += chunk
+        else:
+            received[device] = time.time()
+        writer.close()
+
+    tasks = [asyncio.create_task(client(device)) for device in devices]
+    try:
+        await asyncio.wait_for(all_connected.wait(), 120)
+    except asyncio.TimeoutError:
+        pass
+    rss_connected = rss_kb(stack.relay.pid, "VmRSS") / 1024
+    started = time.time()
+    await asyncio.to_thread(stack.sql, "INSERT INTO device_live_activity_message (device_uuid, message) "
+                            "SELECT unnest(%s::uuid[]), 'b3'", (devices,))
+    committed = time.time()
+    done, pending = await asyncio.wait(tasks, timeout=60)
+    for task in pending:
+        task.cancel()
+    latencies = [(t - committed) * 1000 for t in received.values()]
+    return {"clients": clients, "connected": connected, "received": len(received), "statement_seconds": committed - started,
+            "latencies_ms": latencies, "relay_rss_connected_mb": rss_connected,
+            "relay_peak_rss_mb": rss_kb(stack.relay.pid, "VmHWM") / 1024}
+
+
+def bench_b3(stack, clients):
+    return asyncio.run(bench_b3_async(stack, clients))
+
+
 def pgbench(stack, clients, seconds, script):
     path = os.path.join(stack.work, "b5.sql")
     with open(path, "w") as f:
@@ -311,6 +368,7 @@ def main():
     parser.add_argument("--b1-seconds", type=int, default=20)
     parser.add_argument("--b2-activities", type=int, default=100_000)
     parser.add_argument("--b5-seconds", type=int, default=20)
+    parser.add_argument("--b3-clients", type=int, default=10_000)
     parser.add_argument("--out", default=os.path.join(ROOT, "Benchmarks", "results"))
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -332,6 +390,9 @@ def main():
         stack.stop_relay()
         stack.start_relay()
         results["B2"] = bench_b2(stack, args.b2_activities)
+        stack.stop_relay()
+        stack.start_relay()
+        results["B3"] = bench_b3(stack, args.b3_clients)
     finally:
         stack.stop_relay()
         if stack.h2o:
@@ -349,17 +410,23 @@ def main():
         "B2": f"{b2['received']}/{b2['activities']} received in {b2['seconds_after_commit']:.2f} s after commit: "
               f"{b2['pushes_per_second']:,.0f} pushes/s = {b2['pushes_per_second'] / ceiling:.2f} of the ceiling; "
               f"UPDATE statement {b2['statement_seconds']:.2f} s; relay peak RSS {b2['peak_rss_mb']:.0f} MB",
+        "B3": (lambda b3, l: f"{b3['received']}/{b3['clients']} SSE clients received the event ({b3['connected']} connected); "
+               f"commit → event p50 {pct(l, 50):.1f} ms, p99 {pct(l, 99):.1f} ms, max {max(l) if l else float('nan'):.1f} ms; "
+               f"relay RSS {b3['relay_rss_connected_mb']:.0f} MB connected, peak {b3['relay_peak_rss_mb']:.0f} MB")(
+            results["B3"], results["B3"]["latencies_ms"]),
         "B5": f"16 durable writers: {results['B5']['tps_with_triggers_and_relay']:,.0f} tps with triggers + relay vs "
               f"{results['B5']['tps_bare']:,.0f} tps bare = {results['B5']['ratio']:.2f}",
         "B6": f"start → ready {results['B6']['start_to_ready_seconds'] * 1000:.0f} ms; idle RSS {results['B6']['idle_rss_mb']:.1f} MB",
     }
     results["summary"] = summary
-    for key in ["ceiling", "B1", "B2", "B5", "B6"]:
+    for key in ["ceiling", "B1", "B2", "B3", "B5", "B6"]:
         print(f"{key:8} {summary[key]}")
     made = plots(results, args.out)
     slim = json.loads(json.dumps(results))
     slim["B1"]["latencies_ms"] = {p: pct(lat, p) for p in (50, 90, 99, 99.9)}
     slim["B2"].pop("timeline", None)
+    b3 = results["B3"]["latencies_ms"]
+    slim["B3"]["latencies_ms"] = {p: pct(b3, p) for p in (50, 90, 99)}
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(slim, f, indent=2)
     for path in made:

@@ -37,6 +37,8 @@ public final class BroadcastHub: Service, Sendable {
         /// Gap sequence → the snapshot xmax when it was first seen.
         var gaps: [Int64: Int64] = [:]
         var subscribers: [UUID: Subscriber] = [:]
+        /// Channel → its subscribers, so an event reaches its readers without a scan of everyone.
+        var byChannel: [String: Set<UUID>] = [:]
     }
 
     private let connector: DatabaseConnector
@@ -65,6 +67,7 @@ public final class BroadcastHub: Service, Sendable {
         let id = UUID()
         let cursor = state.withLock { state in
             state.subscribers[id] = Subscriber(channels: channels, continuation: continuation)
+            for channel in channels { state.byChannel[channel, default: []].insert(id) }
             return state.cursor
         }
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
@@ -72,7 +75,14 @@ public final class BroadcastHub: Service, Sendable {
     }
 
     public func unsubscribe(_ id: UUID) {
-        let subscriber = state.withLock { $0.subscribers.removeValue(forKey: id) }
+        let subscriber = state.withLock { state -> Subscriber? in
+            guard let subscriber = state.subscribers.removeValue(forKey: id) else { return nil }
+            for channel in subscriber.channels {
+                state.byChannel[channel]?.remove(id)
+                if state.byChannel[channel]?.isEmpty == true { state.byChannel[channel] = nil }
+            }
+            return subscriber
+        }
         subscriber?.continuation.finish()
     }
 
@@ -100,7 +110,10 @@ public final class BroadcastHub: Service, Sendable {
             try await follow(on: connection, lastHeartbeat: &lastHeartbeat, lastPrune: &lastPrune)
         }
         let subscribers = state.withLock { state in
-            defer { state.subscribers.removeAll() }
+            defer {
+                state.subscribers.removeAll()
+                state.byChannel.removeAll()
+            }
             return Array(state.subscribers.values)
         }
         subscribers.forEach { $0.continuation.finish() }
@@ -178,8 +191,10 @@ public final class BroadcastHub: Service, Sendable {
                 state.gaps[row.sequence] = nil
                 state.cursor = row.sequence
                 expected = row.sequence + 1
-                for (id, subscriber) in state.subscribers where !subscriber.channels.isDisjoint(with: row.channels) {
-                    deliveries.append((subscriber.continuation, id, row))
+                var readers = Set<UUID>()
+                for channel in row.channels { readers.formUnion(state.byChannel[channel] ?? []) }
+                for id in readers {
+                    if let subscriber = state.subscribers[id] { deliveries.append((subscriber.continuation, id, row)) }
                 }
             }
             return false
