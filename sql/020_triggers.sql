@@ -6,7 +6,8 @@
 CREATE OR REPLACE FUNCTION liverelay_wake() RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-    IF EXISTS (SELECT 1 FROM relay_wakeup WHERE idle) THEN
+    -- A relay refreshes its row at least every 30 s; an older row is a relay that died, not one that waits.
+    IF EXISTS (SELECT 1 FROM relay_wakeup WHERE idle AND updated_at > now() - interval '2 minutes') THEN
         PERFORM pg_notify('liverelay_wake', '');
     END IF;
 END $$;

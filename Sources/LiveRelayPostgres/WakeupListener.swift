@@ -80,6 +80,9 @@ public final class WakeupListener: Service, Sendable {
     private func listen(on connection: PostgresConnection) async throws {
         try await connection.listen(on: Self.channel) { notifications in
             try await self.writeGate(on: connection)
+            // Rows of relays that died without saying goodbye (they refresh theirs every 30 s while alive).
+            try await connection.query(
+                "DELETE FROM relay_wakeup WHERE updated_at < now() - interval '2 minutes'", logger: self.logger)
             self.state.withLock {
                 $0.connected = true
                 $0.reconnects += 1
