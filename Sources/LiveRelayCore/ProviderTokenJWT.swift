@@ -45,12 +45,7 @@ public enum ProviderTokenJWT {
         return Claims(keyID: keyID, teamID: teamID, issuedAt: issuedAt)
     }
 
-    static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
+    static func base64URL(_ data: Data) -> String { base64URLEncoded(data) }
 
     static func decodeBase64URL(_ text: String) -> Data? {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")

@@ -19,6 +19,19 @@ public func hexString<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Ele
     }.joined()
 }
 
+/// Base64url without padding (JWTs, signed device tokens).
+public func base64URLEncoded(_ data: Data) -> String {
+    data.base64EncodedString()
+        .replacingOccurrences(of: "+", with: "-")
+        .replacingOccurrences(of: "/", with: "_")
+        .replacingOccurrences(of: "=", with: "")
+}
+
+/// `count` random bytes as lowercase hex.
+public func randomHex(bytes count: Int) -> String {
+    hexString((0..<count).map { _ in UInt8.random(in: 0...255) })
+}
+
 /// Compares two byte strings in time that depends only on their lengths.
 public func constantTimeEquals(_ lhs: some Collection<UInt8>, _ rhs: some Collection<UInt8>) -> Bool {
     guard lhs.count == rhs.count else { return false }

@@ -22,7 +22,6 @@ public final class WakeupListener: Service, Sendable {
         var doorbells: [Doorbell] = []
         var busy: Set<Int> = []
         var connected = false
-        var reconnects = 0
     }
 
     public init(connector: DatabaseConnector, logger: Logger) {
@@ -83,10 +82,7 @@ public final class WakeupListener: Service, Sendable {
             // Rows of relays that died without saying goodbye (they refresh theirs every 30 s while alive).
             try await connection.query(
                 "DELETE FROM relay_wakeup WHERE updated_at < now() - interval '2 minutes'", logger: self.logger)
-            self.state.withLock {
-                $0.connected = true
-                $0.reconnects += 1
-            }
+            self.state.withLock { $0.connected = true }
             // Re-scan everything after every (re)connect: nothing committed meanwhile is left behind.
             self.ringAll()
             try await withThrowingTaskGroup(of: Void.self) { group in

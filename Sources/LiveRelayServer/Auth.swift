@@ -71,7 +71,6 @@ struct Authenticator: Sendable {
 
     private func signature(_ body: String) -> String {
         let mac = HMAC<SHA256>.authenticationCode(for: Data(body.utf8), using: tokenKey)
-        return Data(mac).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        return base64URLEncoded(Data(mac))
     }
 }

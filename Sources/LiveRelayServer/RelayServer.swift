@@ -36,8 +36,8 @@ public struct RelayServer: Sendable {
     /// Every route: the relay API, the stream, admin and dashboard routes, health and metrics.
     func makeRouter(listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient, metrics: RelayMetrics,
                     tokens: ProviderTokenSource, auth: Authenticator) -> Router<BasicRequestContext> {
-        let health = HealthCheck(connector: connector, migrator: migrator, listener: listener, hub: hub, logger: logger)
         let database = RouteDatabase(client: pool, logger: logger)
+        let health = HealthCheck(database: database, migrator: migrator, listener: listener, hub: hub, logger: logger)
         let router = Router()
         let table = RouteTable()
         router.add(middleware: JSONErrorMiddleware(routes: table))
@@ -72,7 +72,7 @@ public struct RelayServer: Sendable {
     /// `LIVERELAY_TOKEN_SECRET`, or the one generated and kept in `relay_setting` (shared by every relay).
     func tokenSecret() async throws -> String {
         if let secret = configuration.tokenSecret { return secret }
-        let candidate = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let candidate = randomHex(bytes: 32)
         return try await connector.withConnection(logger: logger) { connection in
             try await connection.query(
                 "INSERT INTO relay_setting (name, value) VALUES ('token_secret', \(candidate)) ON CONFLICT (name) DO NOTHING",

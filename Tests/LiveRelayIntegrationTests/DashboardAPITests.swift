@@ -70,8 +70,14 @@ struct DashboardAPITests {
                 #expect(try await api.request(.GET, "/v1/live-activities/\(UUID())", headers: RelayHTTP.admin).status == 404)
                 let bad = try await api.request(.PATCH, "/v1/live-activities/\(id)", json: #"{"contentState":{"x":1}}"#, headers: RelayHTTP.admin)
                 #expect(bad.status == 404)
-                let tooBig = try await api.post("/v1/live-activities", #"{"token":"ab","contentState":[1]}"#, headers: RelayHTTP.admin)
+                let notObject = try await api.post("/v1/live-activities", #"{"token":"ab","contentState":[1]}"#, headers: RelayHTTP.admin)
+                #expect(notObject.status == 400)
+                let other = try await api.post("/v1/live-activities", #"{"token":"\#(randomToken())","contentState":{"n":0}}"#, headers: RelayHTTP.admin)
+                guard case .string(let otherID)? = other["id"] else { Issue.record("no id: \(other.text)"); return }
+                let tooBig = try await api.request(.PATCH, "/v1/live-activities/\(otherID)",
+                    json: #"{"contentState":{"x":"\#(String(repeating: "a", count: 5000))"}}"#, headers: RelayHTTP.admin)
                 #expect(tooBig.status == 400)
+                #expect(tooBig["error"].map { "\($0)" }?.contains("APNs accepts at most 4096") == true)
             }
         }
     }

@@ -188,7 +188,7 @@ struct Harness: Sendable {
 }
 
 func randomToken() -> String {
-    (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    randomHex(bytes: 32)
 }
 
 extension RecordedPush {

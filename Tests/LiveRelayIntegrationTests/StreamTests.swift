@@ -106,11 +106,12 @@ struct StreamTests {
                                 """, logger: h.logger)
                         }
                     }
+                    // A last write as a sentinel: once it has arrived, everything before it has too, so a duplicate
+                    // would be visible without waiting for one.
+                    try await h.sql("UPDATE device_live_activity_message SET message = 'end' WHERE device_uuid = \(device)")
                     for stream in [a, b] {
-                        let events = try await stream.wait { $0.count >= 20 }
-                        try await Task.sleep(for: .milliseconds(300))
-                        #expect(stream.received.count == 20)
-                        #expect(events.compactMap { $0.json?.objectValue?["message"] } == (1...20).map { .string(String($0)) })
+                        let events = try await stream.wait { $0.last?.json?.objectValue?["message"] == .string("end") }
+                        #expect(events.compactMap { $0.json?.objectValue?["message"] } == (1...20).map { .string(String($0)) } + [.string("end")])
                     }
                     a.close()
                     b.close()
@@ -137,6 +138,14 @@ struct StreamTests {
                 let again = try await api.post("/rest/v1/device_live_activity_message", body.replacingOccurrences(of: "at 4", with: "at 5"),
                                                headers: RelayHTTP.admin + [("Prefer", "resolution=merge-duplicates")])
                 #expect(again.status == 201)
+                // The database's refusals reach the caller: a duplicate without merge is 409, a push too large 400.
+                let duplicate = try await api.post("/rest/v1/device_live_activity_message", body, headers: RelayHTTP.admin)
+                #expect(duplicate.status == 409 && duplicate["ok"] == .bool(false))
+                let huge = #"{"device_uuid":"\#(device.uuidString.lowercased())","message":"\#(String(repeating: "x", count: 4090))"}"#
+                let tooLarge = try await api.post("/rest/v1/device_live_activity_message", huge,
+                                                  headers: RelayHTTP.admin + [("Prefer", "resolution=merge-duplicates")])
+                #expect(tooLarge.status == 400)
+                #expect(tooLarge["error"].map { "\($0)" }?.contains("APNs accepts at most 4096") == true)
 
                 let minted = try await api.post("/v1/devices/\(device)/token", "{}", headers: RelayHTTP.admin)
                 guard case .string(let deviceToken)? = minted["token"] else { Issue.record("no token"); return }

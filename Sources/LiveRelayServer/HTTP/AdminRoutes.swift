@@ -83,26 +83,20 @@ struct AdminRoutes: Sendable {
         }
         let merge = request.headers[HTTPField.Name("Prefer")!]?.contains("resolution=merge-duplicates") ?? false
         let ids = devices, texts = messages, by = authors
-        do {
-            try await database.withConnection { connection in
-                if merge {
-                    try await connection.query("""
-                        INSERT INTO device_live_activity_message (device_uuid, message, updated_by)
-                        SELECT * FROM unnest(\(ids)::uuid[], \(texts)::text[], \(by)::text[])
-                        ON CONFLICT (device_uuid) DO UPDATE SET message = excluded.message, updated_by = excluded.updated_by
-                        """, logger: database.logger)
-                } else {
-                    try await connection.query("""
-                        INSERT INTO device_live_activity_message (device_uuid, message, updated_by)
-                        SELECT * FROM unnest(\(ids)::uuid[], \(texts)::text[], \(by)::text[])
-                        """, logger: database.logger)
-                }
+        // A duplicate without merge (409) or a message too large for a push (400) is refused by the database.
+        try await database.withConnection { connection in
+            if merge {
+                try await connection.query("""
+                    INSERT INTO device_live_activity_message (device_uuid, message, updated_by)
+                    SELECT * FROM unnest(\(ids)::uuid[], \(texts)::text[], \(by)::text[])
+                    ON CONFLICT (device_uuid) DO UPDATE SET message = excluded.message, updated_by = excluded.updated_by
+                    """, logger: database.logger)
+            } else {
+                try await connection.query("""
+                    INSERT INTO device_live_activity_message (device_uuid, message, updated_by)
+                    SELECT * FROM unnest(\(ids)::uuid[], \(texts)::text[], \(by)::text[])
+                    """, logger: database.logger)
             }
-        } catch let error as PSQLError {
-            // Rejections by the database (a duplicate without merge, a message too large for a push) are the caller's.
-            let message = error.serverInfo?[.message] ?? "the database refused the write"
-            let code = error.serverInfo?[.sqlState]
-            throw APIError(status: code == "23505" ? .conflict : .badRequest, message: message)
         }
         return Response(status: .created, headers: [.contentType: "application/json"],
                         body: .init(byteBuffer: ByteBuffer(string: #"{"ok":true}"#)))

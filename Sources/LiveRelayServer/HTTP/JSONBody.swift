@@ -80,9 +80,12 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as APIError {
             return jsonResponse(error.status, ["ok": .bool(false), "error": .string(error.message)])
-        } catch let error as PSQLError where ["22", "23"].contains(error.serverInfo?[.sqlState]?.prefix(2).description ?? "") {
-            // The database refused a value (bad encoding, out of range, constraint): the caller's input.
-            return jsonResponse(.badRequest, ["ok": .bool(false), "error": .string(error.serverInfo?[.message] ?? "invalid value")])
+        } catch let error where Self.refusal(error) != nil {
+            // The database refused a value (bad encoding, out of range, a constraint or a trigger's check): the
+            // caller's input. A duplicate key is a conflict.
+            let refusal = Self.refusal(error)!
+            let status: HTTPResponse.Status = refusal.serverInfo?[.sqlState] == "23505" ? .conflict : .badRequest
+            return jsonResponse(status, ["ok": .bool(false), "error": .string(refusal.serverInfo?[.message] ?? "invalid value")])
         } catch let error as HTTPError where error.status == .notFound && !routes.methods(for: request.uri.path).isEmpty {
             let allowed = routes.methods(for: request.uri.path)
             var response = jsonResponse(.methodNotAllowed, ["ok": .bool(false), "error": .string("\(request.method) is not allowed on \(request.uri.path)")])
@@ -99,6 +102,14 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             context.logger.error("request failed", metadata: ["error": "\(safeDescription(error))"])
             return jsonResponse(.internalServerError, ["ok": .bool(false), "error": .string("internal error")])
         }
+    }
+
+    /// The database error behind `error` when it is a data exception (22…) or an integrity violation (23…),
+    /// directly or inside a failed transaction.
+    static func refusal(_ error: any Error) -> PSQLError? {
+        let psql = (error as? PSQLError) ?? ((error as? PostgresTransactionError)?.closureError as? PSQLError)
+        guard let psql, let state = psql.serverInfo?[.sqlState], state.hasPrefix("22") || state.hasPrefix("23") else { return nil }
+        return psql
     }
 }
 

@@ -176,16 +176,10 @@ struct LiveActivityRoutes: Sendable {
         return rawJSON(.ok, text)
     }
 
-    /// Runs a write; the database's refusals (bad JSON shape, payload too large) come back as 400 with its message.
+    /// Runs a write in a transaction; the database's refusals (bad JSON shape, payload too large) reach the caller
+    /// as 400 through `JSONErrorMiddleware`.
     private func writing(_ body: @escaping @Sendable (PostgresConnection) async throws -> String?) async throws -> String? {
-        do {
-            return try await database.withTransaction(body)
-        } catch let error as PostgresTransactionError {
-            if let psql = error.closureError as? PSQLError, let message = psql.serverInfo?[.message] {
-                throw APIError(status: psql.serverInfo?[.sqlState] == "23505" ? .conflict : .badRequest, message: message)
-            }
-            throw error
-        }
+        try await database.withTransaction(body)
     }
 
     private static func one(_ connection: PostgresConnection, _ query: PostgresQuery, logger: Logger) async throws -> String? {
