@@ -336,7 +336,7 @@ def plots(results, directory):
     except ImportError:
         return []
     made = []
-    lat = sorted(results["B1"]["latencies_ms"])
+    lat = sorted(results.get("B1", {}).get("latencies_ms", []))
     if lat:
         plt.figure(figsize=(6, 4))
         plt.plot(lat, [100 * (i + 1) / len(lat) for i in range(len(lat))])
@@ -347,7 +347,7 @@ def plots(results, directory):
         path = os.path.join(directory, "b1-latency-cdf.png")
         plt.savefig(path, dpi=120, bbox_inches="tight")
         made.append(path)
-    timeline = results["B2"].get("timeline", [])
+    timeline = results.get("B2", {}).get("timeline", [])
     if timeline:
         plt.figure(figsize=(6, 4))
         plt.plot(timeline, range(1, len(timeline) + 1))
@@ -370,7 +370,9 @@ def main():
     parser.add_argument("--b5-seconds", type=int, default=20)
     parser.add_argument("--b3-clients", type=int, default=10_000)
     parser.add_argument("--out", default=os.path.join(ROOT, "Benchmarks", "results"))
+    parser.add_argument("--only", default="B1,B2,B3,B5,B6", help="comma-separated scenarios to run (e.g. B2)")
     args = parser.parse_args()
+    only = set(args.only.upper().split(","))
     os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="liverelay-bench-", dir="/tmp")
     os.chmod(work, 0o755)
@@ -385,48 +387,61 @@ def main():
         ready = stack.start_relay()
         time.sleep(2)
         results["B6"] = {"start_to_ready_seconds": ready, "idle_rss_mb": rss_kb(stack.relay.pid, "VmRSS") / 1024}
-        results["B1"] = bench_b1(stack, args.b1_rate, args.b1_seconds)
-        results["B5"] = bench_b5(stack, 16, args.b5_seconds, args.b1_rate * args.b1_seconds)
-        stack.stop_relay()
-        stack.start_relay()
-        results["B2"] = bench_b2(stack, args.b2_activities)
-        stack.stop_relay()
-        stack.start_relay()
-        results["B3"] = bench_b3(stack, args.b3_clients)
+        if "B1" in only or "B5" in only:
+            results["B1"] = bench_b1(stack, args.b1_rate, args.b1_seconds)
+        if "B5" in only:
+            results["B5"] = bench_b5(stack, 16, args.b5_seconds, args.b1_rate * args.b1_seconds)
+        if "B2" in only:
+            stack.stop_relay()
+            stack.start_relay()
+            if os.environ.get("BENCH_PERF"):
+                perf = subprocess.Popen(["perf", "record", "-F", "499", "-g", "-p", str(stack.relay.pid), "-o",
+                                         os.path.join(args.out, "b2-perf.data")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            results["B2"] = bench_b2(stack, args.b2_activities)
+            if os.environ.get("BENCH_PERF"):
+                perf.send_signal(signal.SIGINT)
+                perf.wait()
+        if "B3" in only:
+            stack.stop_relay()
+            stack.start_relay()
+            results["B3"] = bench_b3(stack, args.b3_clients)
     finally:
         stack.stop_relay()
         if stack.h2o:
             stack.h2o.terminate()
         if hasattr(stack, "data"):
             stack.stop_postgres()
-    lat = results["B1"]["latencies_ms"]
     ceiling_latency_ms = 1000 / ceiling
-    b2 = results["B2"]
-    summary = {
-        "ceiling": f"h2load: {ceiling:,.0f} requests/s (one connection, 500 streams) = {ceiling_latency_ms:.4f} ms per request",
-        "B1": f"{results['B1']['received']}/{results['B1']['writes']} received; commit → request p50 {pct(lat, 50):.3f} ms, "
-              f"p90 {pct(lat, 90):.3f} ms, p99 {pct(lat, 99):.3f} ms, max {max(lat) if lat else float('nan'):.3f} ms "
-              f"(p50 = {pct(lat, 50) / ceiling_latency_ms:.0f}× the ceiling's time per request)",
-        "B2": f"{b2['received']}/{b2['activities']} received in {b2['seconds_after_commit']:.2f} s after commit: "
-              f"{b2['pushes_per_second']:,.0f} pushes/s = {b2['pushes_per_second'] / ceiling:.2f} of the ceiling; "
-              f"UPDATE statement {b2['statement_seconds']:.2f} s; relay peak RSS {b2['peak_rss_mb']:.0f} MB",
-        "B3": (lambda b3, l: f"{b3['received']}/{b3['clients']} SSE clients received the event ({b3['connected']} connected); "
-               f"commit → event p50 {pct(l, 50):.1f} ms, p99 {pct(l, 99):.1f} ms, max {max(l) if l else float('nan'):.1f} ms; "
-               f"relay RSS {b3['relay_rss_connected_mb']:.0f} MB connected, peak {b3['relay_peak_rss_mb']:.0f} MB")(
-            results["B3"], results["B3"]["latencies_ms"]),
-        "B5": f"16 durable writers: {results['B5']['tps_with_triggers_and_relay']:,.0f} tps with triggers + relay vs "
-              f"{results['B5']['tps_bare']:,.0f} tps bare = {results['B5']['ratio']:.2f}",
-        "B6": f"start → ready {results['B6']['start_to_ready_seconds'] * 1000:.0f} ms; idle RSS {results['B6']['idle_rss_mb']:.1f} MB",
-    }
-    results["summary"] = summary
-    for key in ["ceiling", "B1", "B2", "B3", "B5", "B6"]:
-        print(f"{key:8} {summary[key]}")
+    summary = {"ceiling": f"h2load: {ceiling:,.0f} requests/s (one connection, 500 streams) = {ceiling_latency_ms:.4f} ms per request"}
+    slim = json.loads(json.dumps({k: v for k, v in results.items()}))
+    if "B1" in results:
+        lat = results["B1"]["latencies_ms"]
+        summary["B1"] = (f"{results['B1']['received']}/{results['B1']['writes']} received; commit → request p50 {pct(lat, 50):.3f} ms, "
+                         f"p90 {pct(lat, 90):.3f} ms, p99 {pct(lat, 99):.3f} ms, max {max(lat) if lat else float('nan'):.3f} ms "
+                         f"(p50 = {pct(lat, 50) / ceiling_latency_ms:.0f}× the ceiling's time per request)")
+        slim["B1"]["latencies_ms"] = {p: pct(lat, p) for p in (50, 90, 99, 99.9)}
+    if "B2" in results:
+        b2 = results["B2"]
+        summary["B2"] = (f"{b2['received']}/{b2['activities']} received in {b2['seconds_after_commit']:.2f} s after commit: "
+                         f"{b2['pushes_per_second']:,.0f} pushes/s = {b2['pushes_per_second'] / ceiling:.2f} of the ceiling; "
+                         f"UPDATE statement {b2['statement_seconds']:.2f} s; relay peak RSS {b2['peak_rss_mb']:.0f} MB")
+        slim["B2"].pop("timeline", None)
+    if "B3" in results:
+        b3, l = results["B3"], results["B3"]["latencies_ms"]
+        summary["B3"] = (f"{b3['received']}/{b3['clients']} SSE clients received the event ({b3['connected']} connected); "
+                         f"commit → event p50 {pct(l, 50):.1f} ms, p99 {pct(l, 99):.1f} ms, max {max(l) if l else float('nan'):.1f} ms; "
+                         f"relay RSS {b3['relay_rss_connected_mb']:.0f} MB connected, peak {b3['relay_peak_rss_mb']:.0f} MB")
+        slim["B3"]["latencies_ms"] = {p: pct(l, p) for p in (50, 90, 99)}
+    if "B5" in results:
+        b5 = results["B5"]
+        summary["B5"] = (f"16 durable writers: {b5['tps_with_triggers_and_relay']:,.0f} tps with triggers + relay vs "
+                         f"{b5['tps_bare']:,.0f} tps bare = {b5['ratio']:.2f}")
+    summary["B6"] = (f"start → ready {results['B6']['start_to_ready_seconds'] * 1000:.0f} ms; "
+                     f"idle RSS {results['B6']['idle_rss_mb']:.1f} MB")
+    results["summary"] = slim["summary"] = summary
+    for key, line in summary.items():
+        print(f"{key:8} {line}")
     made = plots(results, args.out)
-    slim = json.loads(json.dumps(results))
-    slim["B1"]["latencies_ms"] = {p: pct(lat, p) for p in (50, 90, 99, 99.9)}
-    slim["B2"].pop("timeline", None)
-    b3 = results["B3"]["latencies_ms"]
-    slim["B3"]["latencies_ms"] = {p: pct(b3, p) for p in (50, 90, 99)}
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(slim, f, indent=2)
     for path in made:

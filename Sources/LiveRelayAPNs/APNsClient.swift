@@ -1,62 +1,259 @@
-import AsyncHTTPClient
 import Foundation
 import LiveRelayCore
 import Logging
 import NIOCore
-import NIOFoundationCompat
-import NIOHTTP1
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
 import NIOSSL
 
-/// Sends pushes to APNs over long-lived HTTP/2 connections (TLS ALPN), one deadline per request.
+/// Sends pushes to APNs over long-lived HTTP/2 connections (TLS with ALPN `h2`): one connection per APNs host,
+/// made on first use and replaced after GOAWAY or a close. A batch of pushes goes out in one flush, and the whole
+/// batch shares one deadline.
 public final class APNsClient: Sendable {
-    private let http: HTTPClient
-    private let configuration: APNsConfiguration
+    private let pool: ConnectionPool
     public let tokens: ProviderTokenSource
 
-    public init(configuration: APNsConfiguration, tokens: ProviderTokenSource) throws {
+    /// - Parameter eventLoop: the loop the connections live on; by default one of the shared loops.
+    public init(configuration: APNsConfiguration, tokens: ProviderTokenSource,
+                eventLoop: (any EventLoop)? = nil) throws {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.applicationProtocols = ["h2"]
         if let caFile = configuration.caFile {
             tls.additionalTrustRoots = [.file(caFile)]
         }
-        var httpConfiguration = HTTPClient.Configuration(tlsConfiguration: tls)
-        httpConfiguration.httpVersion = .automatic
-        httpConfiguration.timeout = .init(connect: .seconds(5), read: .seconds(Int64(configuration.requestTimeoutSeconds)))
-        httpConfiguration.connectionPool = .init(idleTimeout: .minutes(55))
-        httpConfiguration.decompression = .disabled
-        self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
-        self.configuration = configuration
+        let origins = try Dictionary(uniqueKeysWithValues: APNsEnvironment.allCases.map {
+            ($0, try Origin(url: configuration.baseURL(for: $0)))
+        })
+        self.pool = ConnectionPool(
+            eventLoop: eventLoop ?? MultiThreadedEventLoopGroup.singleton.next(), sslContext: try NIOSSLContext(configuration: tls),
+            origins: origins, timeoutSeconds: configuration.requestTimeoutSeconds)
         self.tokens = tokens
     }
 
-    /// Sends one push with the current provider token; throws only when no answer came (connection or deadline).
+    /// Sends pushes with one provider token and returns APNs' answers in the same order. A push APNs did not
+    /// process (GOAWAY, `REFUSED_STREAM`) is sent once more on a new connection before it counts as failed.
+    public func send(_ pushes: [PushRequest], providerToken: String) async -> [Result<APNsResponse, APNsTransportError>] {
+        guard !pushes.isEmpty else { return [] }
+        var results = await pool.send(pushes, providerToken: providerToken)
+        let again = results.indices.filter {
+            if case .failure(let error) = results[$0] { return error.wasNotProcessed }
+            return false
+        }
+        if !again.isEmpty {
+            let retried = await pool.send(again.map { pushes[$0] }, providerToken: providerToken)
+            for (index, result) in zip(again, retried) { results[index] = result }
+        }
+        return results
+    }
+
+    /// Sends one push; throws only when no answer came (connection or deadline).
     public func send(_ push: PushRequest, providerToken: String) async throws -> APNsResponse {
-        var request = HTTPClientRequest(url: "\(configuration.baseURL(for: push.environment))/3/device/\(push.deviceToken)")
-        request.method = .POST
-        request.headers.add(name: "authorization", value: "bearer \(providerToken)")
-        request.headers.add(name: "apns-push-type", value: push.pushType.rawValue)
-        request.headers.add(name: "apns-topic", value: push.topic)
-        request.headers.add(name: "apns-priority", value: String(push.priority))
-        request.headers.add(name: "apns-id", value: push.apnsID.uuidString.lowercased())
-        if let expiration = push.expiration {
-            request.headers.add(name: "apns-expiration", value: String(expiration))
-        }
-        request.headers.add(name: "content-type", value: "application/json")
-        request.body = .bytes(ByteBuffer(bytes: push.payload))
-        let response = try await http.execute(request, timeout: .milliseconds(Int64(configuration.requestTimeoutSeconds * 1000)))
-        let body = try await response.body.collect(upTo: 64 * 1024)
-        var reason: String?
-        if response.status != .ok, case .object(let object)? = try? JSONDecoder().decode(JSONValue.self, from: Data(buffer: body)),
-           case .string(let text)? = object["reason"] {
-            reason = text
-        }
-        return APNsResponse(
-            status: Int(response.status.code), reason: reason, apnsID: response.headers.first(name: "apns-id"),
-            retryAfterSeconds: response.headers.first(name: "retry-after").flatMap(Double.init))
+        try await send([push], providerToken: providerToken)[0].get()
     }
 
     /// Closes the connections.
     public func shutdown() async throws {
-        try await http.shutdown()
+        try await pool.shutdown()
+    }
+}
+
+/// Where one environment's requests go.
+struct Origin: Sendable, Hashable {
+    var host: String
+    var port: Int
+    /// Path before `/3/device/` (the simulator serves its sandbox under `/sandbox`).
+    var pathPrefix: String
+    var authority: String
+
+    init(url text: String) throws {
+        guard let url = URL(string: text), url.scheme == "https", let host = url.host, !host.isEmpty else {
+            throw APNsTransportError.connectFailed("\(text) is not an https:// URL")
+        }
+        self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
+        self.port = url.port ?? 443
+        self.pathPrefix = url.path.hasSuffix("/") ? String(url.path.dropLast()) : url.path
+        self.authority = url.port.map { "\(host):\($0)" } ?? host
+    }
+
+    /// True for a literal IPv4 or IPv6 address (no SNI; the certificate must name the address).
+    var isIPAddress: Bool {
+        host.contains(":") || host.split(separator: ".").count == 4 && host.allSatisfy { $0.isNumber || $0 == "." }
+    }
+}
+
+/// The connections of one client and its in-flight batches. All state lives on `eventLoop`.
+final class ConnectionPool: @unchecked Sendable {
+    private enum Slot {
+        case connecting(EventLoopFuture<APNsConnection>)
+        case ready(APNsConnection)
+    }
+
+    let eventLoop: any EventLoop
+    private let sslContext: NIOSSLContext
+    private let origins: [APNsEnvironment: Origin]
+    private let timeoutSeconds: Double
+    /// Touched only on `eventLoop`.
+    private var slots: [Origin: Slot] = [:]
+
+    init(eventLoop: any EventLoop, sslContext: NIOSSLContext, origins: [APNsEnvironment: Origin], timeoutSeconds: Double) {
+        self.eventLoop = eventLoop
+        self.sslContext = sslContext
+        self.origins = origins
+        self.timeoutSeconds = timeoutSeconds
+    }
+
+    func send(_ pushes: [PushRequest], providerToken: String) async -> [Result<APNsResponse, APNsTransportError>] {
+        let promise = eventLoop.makePromise(of: [Result<APNsResponse, APNsTransportError>].self)
+        eventLoop.execute {
+            self.start(pushes, providerToken: providerToken, promise: promise)
+        }
+        // The promise only ever succeeds: every push gets an answer or an error.
+        return (try? await promise.futureResult.get()) ?? pushes.map { _ in .failure(.connectionClosed) }
+    }
+
+    func shutdown() async throws {
+        try await eventLoop.submit {
+            for slot in self.slots.values {
+                if case .ready(let connection) = slot { connection.close() }
+            }
+            self.slots = [:]
+        }.get()
+    }
+
+    private func start(_ pushes: [PushRequest], providerToken: String,
+                       promise: EventLoopPromise<[Result<APNsResponse, APNsTransportError>]>) {
+        eventLoop.preconditionInEventLoop()
+        let batch = Batch(count: pushes.count, promise: promise)
+        let timeout = timeoutSeconds
+        batch.timer = eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) {
+            batch.expire(after: timeout)
+        }
+        var byEnvironment: [APNsEnvironment: [Int]] = [:]
+        for (index, push) in pushes.enumerated() { byEnvironment[push.environment, default: []].append(index) }
+        for (environment, indices) in byEnvironment {
+            guard let origin = origins[environment] else { continue }
+            let authorization = "bearer \(providerToken)"
+            connection(to: origin).assumeIsolated().whenComplete { result in
+                switch result {
+                case .failure(let error):
+                    for index in indices { batch.complete(index, .failure(.connectFailed("\(error)"))) }
+                case .success(let connection):
+                    for index in indices {
+                        let push = pushes[index]
+                        let streamID = connection.write(
+                            headers: Self.headers(for: push, origin: origin, authorization: authorization),
+                            body: ByteBuffer(bytes: push.payload)
+                        ) { batch.complete(index, $0) }
+                        if let streamID { batch.track(index, on: connection, streamID: streamID) }
+                    }
+                    connection.flush()
+                }
+            }
+        }
+    }
+
+    static func headers(for push: PushRequest, origin: Origin, authorization: String) -> HPACKHeaders {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(11)
+        headers.add(name: ":method", value: "POST")
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":authority", value: origin.authority)
+        headers.add(name: ":path", value: "\(origin.pathPrefix)/3/device/\(push.deviceToken)")
+        headers.add(name: "authorization", value: authorization)
+        headers.add(name: "apns-push-type", value: push.pushType.rawValue)
+        headers.add(name: "apns-topic", value: push.topic)
+        headers.add(name: "apns-priority", value: String(push.priority))
+        headers.add(name: "apns-id", value: push.apnsID.uuidString.lowercased())
+        if let expiration = push.expiration {
+            headers.add(name: "apns-expiration", value: String(expiration))
+        }
+        headers.add(name: "content-type", value: "application/json")
+        return headers
+    }
+
+    /// The live connection to an origin, or a new one.
+    private func connection(to origin: Origin) -> EventLoopFuture<APNsConnection> {
+        switch slots[origin] {
+        case .ready(let connection) where connection.isUsable:
+            return eventLoop.makeSucceededFuture(connection)
+        case .connecting(let future):
+            return future
+        default:
+            let future = connect(to: origin)
+            slots[origin] = .connecting(future)
+            future.assumeIsolated().whenComplete { result in
+                guard case .connecting(let current)? = self.slots[origin], current === future else { return }
+                switch result {
+                case .success(let connection): self.slots[origin] = .ready(connection)
+                case .failure: self.slots[origin] = nil
+                }
+            }
+            return future
+        }
+    }
+
+    private func connect(to origin: Origin) -> EventLoopFuture<APNsConnection> {
+        let sslContext = self.sslContext
+        return ClientBootstrap(group: eventLoop)
+            .connectTimeout(.seconds(5))
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let tls = try NIOSSLClientHandler(context: sslContext, serverHostname: origin.isIPAddress ? nil : origin.host)
+                    try channel.pipeline.syncOperations.addHandler(tls)
+                    try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(mode: .client))
+                    try channel.pipeline.syncOperations.addHandler(APNsConnection(eventLoop: channel.eventLoop))
+                }
+            }
+            .connect(host: origin.host, port: origin.port)
+            .flatMap { channel in
+                do {
+                    let connection = try channel.pipeline.syncOperations.handler(type: APNsConnection.self)
+                    return connection.ready.futureResult.assumeIsolated().map { connection }.nonisolated()
+                } catch {
+                    return channel.eventLoop.makeFailedFuture(error)
+                }
+            }
+    }
+}
+
+/// The answers of one batch, filled in as they arrive; all on the pool's event loop.
+private final class Batch {
+    private var results: [Result<APNsResponse, APNsTransportError>?]
+    private var remaining: Int
+    private let promise: EventLoopPromise<[Result<APNsResponse, APNsTransportError>]>
+    private var streams: [(APNsConnection, HTTP2StreamID)?]
+    var timer: Scheduled<Void>?
+
+    init(count: Int, promise: EventLoopPromise<[Result<APNsResponse, APNsTransportError>]>) {
+        self.results = Array(repeating: nil, count: count)
+        self.streams = Array(repeating: nil, count: count)
+        self.remaining = count
+        self.promise = promise
+    }
+
+    /// Remembers the stream of a request still waiting for its answer (to reset it at the deadline).
+    func track(_ index: Int, on connection: APNsConnection, streamID: HTTP2StreamID) {
+        if results[index] == nil { streams[index] = (connection, streamID) }
+    }
+
+    func complete(_ index: Int, _ result: Result<APNsResponse, APNsTransportError>) {
+        guard results[index] == nil else { return }
+        results[index] = result
+        remaining -= 1
+        if remaining == 0 {
+            timer?.cancel()
+            streams = Array(repeating: nil, count: streams.count)
+            promise.succeed(results.map { $0! })
+        }
+    }
+
+    /// The deadline passed: requests still open are reset and count as unanswered.
+    func expire(after seconds: Double) {
+        for index in results.indices where results[index] == nil {
+            if let (connection, streamID) = streams[index] { connection.cancel(streamID) }
+            complete(index, .failure(.timedOut(seconds: seconds)))
+        }
     }
 }

@@ -24,48 +24,71 @@ public struct PushSender: Sendable {
         self.logger = logger
     }
 
-    /// Sends all pushes at once (HTTP/2 multiplexes them) and returns results in the same order.
+    /// Sends all pushes at once (one HTTP/2 flush per connection) and returns results in the same order.
     public func sendAll(_ pushes: [DeliveryPlanner.Push]) async -> [Result] {
-        guard pushes.count > 1 else { return await pushes.asyncMap { await send($0.request) } }
-        return await withTaskGroup(of: (Int, Result).self) { group in
-            for (index, push) in pushes.enumerated() {
-                group.addTask { (index, await self.send(push.request)) }
-            }
-            var results = [Result?](repeating: nil, count: pushes.count)
-            for await (index, result) in group { results[index] = result }
-            return results.map { $0! }
-        }
+        await sendAll(requests: pushes.map(\.request))
     }
 
     /// Sends one push, following APNs' answers as described above.
     public func send(_ request: PushRequest) async -> Result {
+        await sendAll(requests: [request])[0]
+    }
+
+    private func sendAll(requests: [PushRequest]) async -> [Result] {
+        guard !requests.isEmpty else { return [] }
+        var token: String
         do {
-            var token = try client.tokens.token()
-            var response = try await client.send(request, providerToken: token)
-            if DeliveryDecision.classify(response) == .refreshProviderToken {
-                token = try client.tokens.refresh(rejected: token)
-                response = try await client.send(request, providerToken: token)
-            }
-            if DeliveryDecision.classify(response) == .tryOtherEnvironment {
-                var other = request
-                other.environment = request.environment.other
-                let otherResponse = try await client.send(other, providerToken: token)
-                return Result(decision: DeliveryDecision.classify(otherResponse), response: otherResponse,
-                              environment: other.environment, error: nil)
-            }
-            return Result(decision: DeliveryDecision.classify(response), response: response, environment: request.environment, error: nil)
+            token = try client.tokens.token()
         } catch {
-            return Result(decision: .retry(afterSeconds: nil), response: nil, environment: request.environment,
-                          error: "no answer from APNs: \(error)")
+            return requests.map { Result(decision: .retry(afterSeconds: nil), response: nil, environment: $0.environment,
+                                         error: "cannot sign a provider token: \(error)") }
+        }
+        var answers = await client.send(requests, providerToken: token)
+        var environments = requests.map(\.environment)
+        var unsent: [Int: String] = [:]
+
+        // ExpiredProviderToken: mint a new token once and resend those pushes.
+        let expired = answers.indices.filter { decision(answers[$0]) == .refreshProviderToken }
+        if !expired.isEmpty {
+            do {
+                token = try client.tokens.refresh(rejected: token)
+                let again = await client.send(expired.map { requests[$0] }, providerToken: token)
+                for (index, answer) in zip(expired, again) { answers[index] = answer }
+            } catch {
+                for index in expired { unsent[index] = "cannot sign a new provider token: \(error)" }
+            }
+        }
+        // BadDeviceToken: the token may belong to the other environment; try it there once.
+        let elsewhere = answers.indices.filter { decision(answers[$0]) == .tryOtherEnvironment }
+        if !elsewhere.isEmpty {
+            let moved = elsewhere.map { index -> PushRequest in
+                var other = requests[index]
+                other.environment = other.environment.other
+                return other
+            }
+            let again = await client.send(moved, providerToken: token)
+            for (index, answer) in zip(elsewhere, again) {
+                answers[index] = answer
+                environments[index] = environments[index].other
+            }
+        }
+        return answers.indices.map { index in
+            let environment = environments[index]
+            if let why = unsent[index] {
+                return Result(decision: .retry(afterSeconds: nil), response: nil, environment: environment, error: why)
+            }
+            switch answers[index] {
+            case .success(let response):
+                return Result(decision: DeliveryDecision.classify(response), response: response, environment: environment, error: nil)
+            case .failure(let error):
+                return Result(decision: .retry(afterSeconds: nil), response: nil, environment: environment,
+                              error: "no answer from APNs: \(error)")
+            }
         }
     }
-}
 
-extension Array {
-    func asyncMap<T>(_ transform: (Element) async -> T) async -> [T] {
-        var results: [T] = []
-        results.reserveCapacity(count)
-        for element in self { results.append(await transform(element)) }
-        return results
+    private func decision(_ answer: Swift.Result<APNsResponse, APNsTransportError>) -> DeliveryDecision? {
+        if case .success(let response) = answer { return DeliveryDecision.classify(response) }
+        return nil
     }
 }
