@@ -13,10 +13,22 @@ extension APNsSimulator {
         var retryAfter: Int? = nil
     }
 
-    func handlePush(_ request: Request, context: BasicRequestContext, environment: String) async -> Response {
+    func handlePush(_ request: Request, context: SimulatorContext, environment: String) async -> Response {
         let faults = state.withLock { $0.faults }
         if faults.delayMilliseconds > 0 { try? await Task.sleep(for: .milliseconds(faults.delayMilliseconds)) }
         let token = context.parameters.get("token") ?? ""
+        let connection = context.channel.parent ?? context.channel
+        if faults.resetRate > 0, Double.random(in: 0..<1) < faults.resetRate {
+            state.withLock { $0.responses["reset", default: 0] += 1 }
+            connection.close(promise: nil)
+            return Response(status: .serviceUnavailable)  // never reaches the client: its connection is gone
+        }
+        if faults.goAwayRate > 0, Double.random(in: 0..<1) < faults.goAwayRate {
+            state.withLock { $0.responses["goaway", default: 0] += 1 }
+            // Hummingbird's connection manager answers this with GOAWAY, a PING, a final GOAWAY naming the last
+            // stream it took, and a close once those streams are answered.
+            connection.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        }
         do {
             let body = try await request.body.collect(upTo: 64 * 1024)
             let push = try validate(request, token: token, environment: environment, body: body, faults: faults)

@@ -55,7 +55,7 @@ public final class APNsSimulator: Sendable {
 
     /// The HTTP/2 + TLS application; run it as a `Service`.
     public func application(host: String, port: Int, onReady: (@Sendable (Int) async -> Void)? = nil) throws -> some ApplicationProtocol {
-        let router = Router()
+        let router = Router(context: SimulatorContext.self)
         router.post("3/device/:token") { request, context in
             await self.handlePush(request, context: context, environment: "production")
         }
@@ -110,6 +110,17 @@ public final class APNsSimulator: Sendable {
 
     /// Issue times of the distinct provider tokens seen.
     public func providerTokenIssueTimes() -> [Int64] { state.withLock { $0.providerTokens.values.sorted() } }
+
+    /// The request context: Hummingbird's, plus the stream's channel (its parent is the connection, which the
+    /// reset and GOAWAY faults act on).
+    public struct SimulatorContext: RequestContext {
+        public var coreContext: CoreRequestContextStorage
+        let channel: any Channel
+        public init(source: ApplicationRequestContextSource) {
+            self.coreContext = .init(source: source)
+            self.channel = source.channel
+        }
+    }
 
     struct PushList: Codable { var pushes: [RecordedPush] }
     struct Stats: Codable {

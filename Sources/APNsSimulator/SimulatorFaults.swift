@@ -18,8 +18,27 @@ public struct SimulatorFaults: Sendable, Codable, Equatable {
     public var delayMilliseconds: Int = 0
     /// Provider tokens issued before this epoch second are answered 403 `ExpiredProviderToken`.
     public var expireProviderTokensIssuedBefore: Int64?
+    /// Share of requests that close their connection at once, unanswered (the push is not accepted).
+    public var resetRate: Double = 0
+    /// Share of requests that make the server send GOAWAY on their connection (the request itself is answered; the
+    /// connection then drains and closes, as APNs does when it retires a connection).
+    public var goAwayRate: Double = 0
 
     public init() {}
+
+    /// Every field may be left out of `POST /sim/faults`; what is left out is off.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        tokenErrors = try container.decodeIfPresent([String: String].self, forKey: .tokenErrors) ?? [:]
+        sandboxTokens = try container.decodeIfPresent([String].self, forKey: .sandboxTokens) ?? []
+        rate503 = try container.decodeIfPresent(Double.self, forKey: .rate503) ?? 0
+        rate429 = try container.decodeIfPresent(Double.self, forKey: .rate429) ?? 0
+        retryAfterSeconds = try container.decodeIfPresent(Int.self, forKey: .retryAfterSeconds)
+        delayMilliseconds = try container.decodeIfPresent(Int.self, forKey: .delayMilliseconds) ?? 0
+        expireProviderTokensIssuedBefore = try container.decodeIfPresent(Int64.self, forKey: .expireProviderTokensIssuedBefore)
+        resetRate = try container.decodeIfPresent(Double.self, forKey: .resetRate) ?? 0
+        goAwayRate = try container.decodeIfPresent(Double.self, forKey: .goAwayRate) ?? 0
+    }
 
     /// The status for an APNs reason.
     static func status(for reason: String) -> Int {

@@ -26,6 +26,8 @@ struct APNsSimCommand: AsyncParsableCommand {
     @Option(help: "Share of requests answered 503.") var rate503 = 0.0
     @Option(help: "Share of requests answered 429.") var rate429 = 0.0
     @Option(help: "retry-after seconds sent with 429/503.") var retryAfter: Int?
+    @Option(help: "Share of requests that close their connection unanswered.") var resetRate = 0.0
+    @Option(help: "Share of requests after which the server sends GOAWAY and retires the connection.") var goawayRate = 0.0
     @Option(name: .customLong("hostname"), help: "Extra DNS name for the certificate (e.g. the compose service name).")
     var hostnames: [String] = []
     @Flag(help: "Do not print a line per push.") var quiet = false
@@ -45,6 +47,8 @@ struct APNsSimCommand: AsyncParsableCommand {
         faults.rate503 = rate503
         faults.rate429 = rate429
         faults.retryAfterSeconds = retryAfter
+        faults.resetRate = resetRate
+        faults.goAwayRate = goawayRate
         let simulator = APNsSimulator(
             credentials: .init(publicKey: key.publicKey, keyID: keyId, teamID: teamId), certificate: certificate,
             faults: faults, printPushes: !quiet, logger: logger)

@@ -97,6 +97,52 @@ struct FailureHandlingTests {
         }
     }
 
+    @Test("GOAWAY: the relay moves to a new connection and sends each state once; resets mid-request: nothing lost, order kept")
+    func resetsAndGoAway() async throws {
+        try await Harness.with { h in
+            try await h.withRelay(environment: ["LIVERELAY_RETRY_MAX_DELAY_MS": "400", "LIVERELAY_RETRY_MAX_ATTEMPTS": "40"]) {
+                var registered: [String: String] = [:]
+                for index in 0..<30 { registered["s-conn-\(index)"] = try await h.registerActivity(session: "s-conn-\(index)") }
+                let tokens = registered
+
+                // Phase 1: GOAWAY is graceful (every stream it covers is answered), so nothing is sent twice.
+                var faults = SimulatorFaults()
+                faults.goAwayRate = 0.1
+                h.simulator.setFaults(faults)
+                for round in 1...4 {
+                    try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id LIKE 's-conn-%'")
+                }
+                let first = try await h.waitForPushes(timeout: .seconds(40)) { pushes in
+                    tokens.values.allSatisfy { token in pushes.last { $0.token == token }?.n == 4 }
+                }
+                #expect(h.simulator.responseCounts()["goaway", default: 0] > 0)
+                for token in tokens.values {
+                    let states = first.filter { $0.token == token }.compactMap(\.n)
+                    #expect(states == states.sorted() && Set(states).count == states.count, "\(states)")
+                }
+
+                // Phase 2: a reset loses the answers of requests APNs may already have taken; those are sent
+                // again (at least once), still in order, and the last state always arrives.
+                faults = SimulatorFaults()
+                faults.resetRate = 0.05
+                h.simulator.setFaults(faults)
+                let already = first.count
+                for round in 5...8 {
+                    try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id LIKE 's-conn-%'")
+                }
+                let second = try await h.waitForPushes(timeout: .seconds(40)) { pushes in
+                    tokens.values.allSatisfy { token in pushes.last { $0.token == token }?.n == 8 }
+                }.dropFirst(already)
+                #expect(h.simulator.responseCounts()["reset", default: 0] > 0)
+                for token in tokens.values {
+                    let states = second.filter { $0.token == token }.compactMap(\.n)
+                    #expect(states == states.sorted() && states.last == 8, "\(states)")
+                }
+                try await h.waitUntil("SELECT count(*) = 0 FROM delivery_outbox")
+            }
+        }
+    }
+
     @Test("100 rapid updates to one activity arrive in strictly increasing order, ending with the last")
     func rapidUpdatesKeepOrder() async throws {
         try await Harness.with { h in
