@@ -55,6 +55,22 @@ def rss_kb(pid, field):
     return 0
 
 
+def cpu_seconds(pid, children=False):
+    """CPU time (user + system) of a process; with children, also of its live and exited child processes."""
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    total = (int(fields[11]) + int(fields[12])) / tick
+    if children:
+        total += (int(fields[13]) + int(fields[14])) / tick
+        for child in subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split():
+            total += cpu_seconds(int(child))
+    return total
+
+
 class Stack:
     def __init__(self, work, binary):
         self.work, self.binary = work, binary
@@ -78,6 +94,10 @@ class Stack:
         as_postgres([f"{self.bindir}/createdb", "-h", "127.0.0.1", "-p", str(self.pg_port), "-U", "postgres", "bench"])
         self.data = data
         self.url = f"postgres://postgres@127.0.0.1:{self.pg_port}/bench?sslmode=disable"
+
+    def postmaster_pid(self):
+        with open(os.path.join(self.data, "postmaster.pid")) as f:
+            return int(f.readline())
 
     def stop_postgres(self):
         try:
@@ -239,12 +259,17 @@ def bench_b2(stack, count):
     started = time.time()
     stack.sql("UPDATE activity_registration SET content_state = '{\"b2\": 1}' WHERE session_id LIKE 'b2-%'")
     committed = time.time()
+    cpu_before = {"relay": cpu_seconds(stack.relay.pid), "postgres": cpu_seconds(stack.postmaster_pid(), children=True),
+                  "h2o": cpu_seconds(stack.h2o.pid, children=True)}
     lines = stack.wait_for_log(before + count, 120)[before:]
+    cpu = {name: cpu_seconds(pid, children=name != "relay") - cpu_before[name] for name, pid in
+           [("relay", stack.relay.pid), ("postgres", stack.postmaster_pid()), ("h2o", stack.h2o.pid)]}
     times = sorted(received for received, _ in lines)
     last = times[-1] if times else committed
     return {"activities": count, "received": len(times), "statement_seconds": committed - started,
             "seconds_after_commit": last - committed, "pushes_per_second": len(times) / max(last - committed, 1e-9),
-            "peak_rss_mb": rss_kb(stack.relay.pid, "VmHWM") / 1024, "timeline": [t - committed for t in times]}
+            "peak_rss_mb": rss_kb(stack.relay.pid, "VmHWM") / 1024, "timeline": [t - committed for t in times],
+            "cpu_seconds_until_last_push": cpu, "cpu_microseconds_per_push": {k: v * 1e6 / max(len(times), 1) for k, v in cpu.items()}}
 
 
 async def bench_b3_async(stack, clients):
@@ -424,7 +449,8 @@ def main():
         b2 = results["B2"]
         summary["B2"] = (f"{b2['received']}/{b2['activities']} received in {b2['seconds_after_commit']:.2f} s after commit: "
                          f"{b2['pushes_per_second']:,.0f} pushes/s = {b2['pushes_per_second'] / ceiling:.2f} of the ceiling; "
-                         f"UPDATE statement {b2['statement_seconds']:.2f} s; relay peak RSS {b2['peak_rss_mb']:.0f} MB")
+                         f"UPDATE statement {b2['statement_seconds']:.2f} s; relay peak RSS {b2['peak_rss_mb']:.0f} MB; CPU per push: "
+                         + ", ".join(f"{k} {v:.0f} µs" for k, v in b2["cpu_microseconds_per_push"].items()))
         slim["B2"].pop("timeline", None)
     if "B3" in results:
         b3, l = results["B3"], results["B3"]["latencies_ms"]

@@ -63,6 +63,13 @@ public final class DeliveryWorker: Service, Sendable {
 
     /// Runs batches until stopped, waiting for the doorbell whenever there is nothing to do.
     private func drain(on connection: PostgresConnection, poll: Duration) async throws {
+        // A batch's commit records pushes APNs already has; if PostgreSQL crashed before that commit reached disk,
+        // the only effect is a resend of those pushes, the same at-least-once window as a relay crash. So this
+        // session does not wait for its WAL flush (writers' commits stay durable), which keeps the relay's fsyncs
+        // out of the writers' way.
+        try await ConnectionScope.run(on: connection, deadline: .seconds(5), what: "configuring the worker session") {
+            try await connection.query("SET synchronous_commit = off", logger: self.logger)
+        }
         while !isStopping {
             let result = try await runBatchWithDeadline(on: connection)
             if result.processed > 0 {

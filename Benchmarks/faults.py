@@ -1,0 +1,607 @@
+#!/usr/bin/env python3
+"""LiveRelay fault suite (issue 4): a real relay, a real PostgreSQL and the APNs simulator with fault injection.
+
+Each scenario writes to its own database while something goes wrong, then waits for the relay to drain and checks
+what arrived at the simulator against what the database holds: the final state of every activity must have arrived
+as the last push for its token, per-activity order must hold, and each scenario's own figure must be within its
+bound. Prints a line per scenario and a table; exits 1 when any scenario fails. Run it through Benchmarks/faults.
+
+    Benchmarks/faults [--quick] [--only kill,pg-restart,...] [--binary PATH]
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+import psycopg
+
+from bench import ADMIN_TOKEN, Stack, free_port, pct
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BATCH_SIZE = 500  # LIVERELAY_BATCH_SIZE's default: the most one kill can make the relay send twice
+
+
+class Relay:
+    """One `liverelay serve` process."""
+
+    def __init__(self, suite, database, name="relay", extra_env=None):
+        self.suite, self.name = suite, name
+        self.port = free_port()
+        env = suite.relay_env(database)
+        env["PORT"] = str(self.port)
+        env.update(extra_env or {})
+        self.log = os.path.join(suite.work, f"{database}-{name}.log")
+        self.process = subprocess.Popen([suite.binary, "serve"], env=env, stdout=subprocess.DEVNULL,
+                                        stderr=open(self.log, "ab"))
+        self.wait_ready()
+
+    def wait_ready(self, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.process.returncode}; see {self.log}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/ready", timeout=1) as reply:
+                    if reply.status == 200:
+                        return
+            except Exception:
+                time.sleep(0.02)
+        raise RuntimeError(f"{self.name} did not become ready; see {self.log}")
+
+    def kill(self):
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def terminate(self, timeout=30):
+        """SIGTERM; returns the seconds until the process exited, and its exit code."""
+        started = time.time()
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = self.process.wait()
+        return time.time() - started, code
+
+    def sent_total(self):
+        """Pushes this relay recorded as sent, from its /metrics."""
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/metrics",
+                                         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            text = reply.read().decode()
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith("liverelay_deliveries_total{") and 'status="sent"' in line)
+
+
+class Suite(Stack):
+    """PostgreSQL (from bench.Stack), the simulator, and helpers to write load and read what arrived."""
+
+    def __init__(self, work, binary):
+        super().__init__(work, binary)
+        self.sim_port = free_port()
+        self.sim = None
+        self.sim_seen = 0
+
+    # The simulator ----------------------------------------------------------------------------------------------
+    def start_simulator(self):
+        self.ca, self.key = os.path.join(self.work, "sim-ca.pem"), os.path.join(self.work, "apns.p8")
+        self.sim = subprocess.Popen([self.binary, "apns-sim", "--port", str(self.sim_port), "--ca-out", self.ca,
+                                     "--key-file", self.key, "--quiet"],
+                                    stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.work, "sim.log"), "ab"))
+        self.tls = ssl.create_default_context(cafile=None)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.sim_port), timeout=0.2).close()
+                if os.path.exists(self.ca):
+                    self.tls = ssl.create_default_context(cafile=self.ca)
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise SystemExit("the simulator did not start")
+
+    def sim_call(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"https://127.0.0.1:{self.sim_port}{path}", data=data, method=method,
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, context=self.tls, timeout=60) as reply:
+            text = reply.read()
+        return json.loads(text) if text else None
+
+    def set_faults(self, **faults):
+        self.sim_call("POST", "/sim/faults", faults)
+
+    def new_pushes(self):
+        """Pushes accepted since the last call: (sequence, token, n, received_at)."""
+        pushes = self.sim_call("GET", f"/sim/pushes?since={self.sim_seen}")["pushes"]
+        out = []
+        for push in pushes:
+            self.sim_seen = max(self.sim_seen, push["sequence"])
+            state = push["payload"].get("aps", {}).get("content-state", {})
+            out.append((push["sequence"], push["token"], state.get("n"), push["receivedAt"]))
+        return out
+
+    def responses(self):
+        return self.sim_call("GET", "/sim/stats")["responses"]
+
+    # Databases ----------------------------------------------------------------------------------------------------
+    def url_for(self, database):
+        return f"postgresql://postgres@127.0.0.1:{self.pg_port}/{database}?sslmode=disable"
+
+    def create_database(self, database, activities):
+        with psycopg.connect(self.url_for("postgres"), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{database}"')
+        env = self.relay_env(database)
+        subprocess.run([self.binary, "migrate"], env=env, check=True, capture_output=True)
+        with psycopg.connect(self.url_for(database), autocommit=True) as conn:
+            conn.execute("""
+                INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, content_state)
+                SELECT encode(sha256('faults'), 'hex'), 'a' || i, md5(%s || i) || md5(i::text), 'dev.liverelay.faults',
+                       '{"n": 0}'
+                FROM generate_series(1, %s) AS i""", (database, activities))
+            rows = conn.execute("SELECT session_id, activity_token FROM activity_registration").fetchall()
+        return dict(rows)
+
+    def relay_env(self, database):
+        env = dict(os.environ)
+        env.update({
+            "DATABASE_URL": self.url_for(database).replace("postgresql://", "postgres://"),
+            "APNS_TEAM_ID": "FAULTTEAM1", "APNS_KEY_ID": "FAULTKEY01", "APNS_PRIVATE_KEY_FILE": self.key,
+            "APNS_PRODUCTION_URL": f"https://127.0.0.1:{self.sim_port}",
+            "APNS_SANDBOX_URL": f"https://127.0.0.1:{self.sim_port}/sandbox", "APNS_CA_FILE": self.ca,
+            "LIVERELAY_ADMIN_TOKEN": ADMIN_TOKEN, "LOG_LEVEL": os.environ.get("FAULTS_LOG_LEVEL", "warning"),
+            "LIVERELAY_SQL_DIR": ROOT,
+        })
+        return env
+
+    def query(self, database, sql, params=None):
+        with psycopg.connect(self.url_for(database), autocommit=True, connect_timeout=5) as conn:
+            cur = conn.execute(sql, params)
+            return cur.fetchall() if cur.description else None
+
+    def wait_drained(self, database, timeout):
+        """Waits until nothing is left to send; returns the seconds it took, or None on timeout."""
+        started = time.time()
+        while time.time() - started < timeout:
+            try:
+                if self.query(database, "SELECT count(*) FROM delivery_outbox")[0][0] == 0:
+                    return time.time() - started
+            except psycopg.OperationalError:
+                pass
+            time.sleep(0.2)
+        return None
+
+
+class Writer(threading.Thread):
+    """Single-row UPDATEs at a steady rate, each setting content_state = {"n": <unique increasing number>}.
+    Reconnects after errors (a statement that failed is simply not counted); remembers each commit's time."""
+
+    counter = 0
+    counter_lock = threading.Lock()
+
+    def __init__(self, suite, database, sessions, rate, seconds):
+        super().__init__(daemon=True)
+        self.suite, self.database, self.sessions = suite, database, sessions
+        self.rate, self.seconds = rate, seconds
+        self.committed = {}  # n → commit time
+        self.errors = 0
+        self.stop_now = False
+
+    @classmethod
+    def next_n(cls):
+        with cls.counter_lock:
+            cls.counter += 1
+            return cls.counter
+
+    def run(self):
+        conn = None
+        started = time.time()
+        i = 0
+        while not self.stop_now and (self.seconds is None or time.time() - started < self.seconds):
+            if self.rate:
+                due = started + i / self.rate
+                delay = due - time.time()
+                if delay > 0:
+                    time.sleep(delay)
+            i += 1
+            n = self.next_n()
+            session = random.choice(self.sessions)
+            try:
+                if conn is None:
+                    conn = psycopg.connect(self.suite.url_for(self.database), autocommit=True, connect_timeout=2)
+                conn.execute("UPDATE activity_registration SET content_state = jsonb_build_object('n', %s::int) "
+                             "WHERE session_id = %s", (n, session))
+                self.committed[n] = time.time()
+            except psycopg.Error:
+                self.errors += 1
+                try:
+                    if conn is not None:
+                        conn.close()
+                except Exception:
+                    pass
+                conn = None
+                time.sleep(0.05)
+        if conn is not None:
+            conn.close()
+
+
+def check_delivery(suite, database, tokens, pushes):
+    """Compares what arrived with the database: final states lost, order violations, duplicate copies."""
+    final = dict(suite.query(database, "SELECT activity_token, (content_state->>'n')::int FROM activity_registration"))
+    by_token = {}
+    for sequence, token, n, received in sorted(pushes):
+        by_token.setdefault(token, []).append(n)
+    lost = [t for t, n in final.items() if n != 0 and (by_token.get(t) or [None])[-1] != n]
+    out_of_order = [t for t, states in by_token.items() if states != sorted(states)]
+    copies = {}
+    for _, token, n, _ in pushes:
+        copies[(token, n)] = copies.get((token, n), 0) + 1
+    duplicates = sum(c - 1 for c in copies.values() if c > 1)
+    return {"activities_written": sum(1 for n in final.values() if n != 0), "final_states_lost": len(lost),
+            "order_violations": len(out_of_order), "duplicate_pushes": duplicates, "pushes": len(pushes)}
+
+
+def pickup_latencies(writers, pushes):
+    """Commit → accepted by the simulator, for every state that arrived (first copy)."""
+    committed = {}
+    for writer in writers:
+        committed.update(writer.committed)
+    first = {}
+    for _, _, n, received in pushes:
+        if n in committed and n not in first:
+            first[n] = received
+    return [(first[n] - committed[n]) * 1000 for n in first]
+
+
+def collect(suite, database, tokens, timeout):
+    drained = suite.wait_drained(database, timeout)
+    time.sleep(0.3)
+    return drained, suite.new_pushes()
+
+
+# Scenarios ---------------------------------------------------------------------------------------------------------
+
+def scenario_kill(suite, quick):
+    """SIGKILL the relay every 10 s for 60 s during 500 updates/s (a supervisor restarts it at once)."""
+    rate, seconds, every = (200, 12, 4) if quick else (500, 60, 10)
+    tokens = suite.create_database("kill", 2000)
+    relay = Relay(suite, "kill")
+    writer = Writer(suite, "kill", list(tokens), rate, seconds)
+    writer.start()
+    kills = 0
+    started = time.time()
+    while time.time() - started < seconds - 0.5:
+        time.sleep(min(every, max(0, seconds - (time.time() - started))))
+        if not writer.is_alive():
+            break
+        relay.kill()
+        kills += 1
+        relay = Relay(suite, "kill", name=f"relay-{kills}")
+    writer.join()
+    drained, pushes = collect(suite, "kill", tokens, 120)
+    relay.terminate()
+    result = check_delivery(suite, "kill", tokens, pushes)
+    result.update(kills=kills, writes=len(writer.committed), drained_after_s=drained,
+                  duplicates_per_kill=result["duplicate_pushes"] / max(kills, 1))
+    result["pass"] = (drained is not None and result["final_states_lost"] == 0 and result["order_violations"] == 0
+                      and result["duplicate_pushes"] <= kills * BATCH_SIZE)
+    result["summary"] = (f"{kills} SIGKILLs during {len(writer.committed)} updates at {rate}/s: "
+                         f"{result['final_states_lost']} final states lost, {result['duplicate_pushes']} duplicate pushes "
+                         f"({result['duplicates_per_kill']:.1f} per kill; bound {BATCH_SIZE}), "
+                         f"{result['order_violations']} order violations")
+    return result
+
+
+def scenario_pg_restart(suite, quick):
+    """pg_ctl restart -m immediate under load: the same relay process recovers within 10 s; nothing lost."""
+    rate, seconds, at = (100, 8, 3) if quick else (200, 20, 6)
+    tokens = suite.create_database("pgrestart", 1000)
+    relay = Relay(suite, "pgrestart")
+    writer = Writer(suite, "pgrestart", list(tokens), rate, seconds)
+    writer.start()
+    time.sleep(at)
+    from bench import as_postgres
+    as_postgres([f"{suite.bindir}/pg_ctl", "-D", suite.data, "-m", "immediate", "-w", "restart",
+                 "-o", f"-p {suite.pg_port}", "-l", f"{suite.data}/log"])
+    back = time.time()
+    writer.join()
+    drained, pushes = collect(suite, "pgrestart", tokens, 60)
+    same_process = relay.process.poll() is None
+    # Recovery: from PostgreSQL accepting connections again to the first push of a write committed after that.
+    after = sorted(received for _, _, n, received in pushes if n in writer.committed and writer.committed[n] >= back)
+    recovery = (after[0] - back) if after else None
+    first_commit_after = min((t for t in writer.committed.values() if t >= back), default=None)
+    relay.terminate()
+    result = check_delivery(suite, "pgrestart", tokens, pushes)
+    result.update(writes=len(writer.committed), write_errors=writer.errors, relay_kept_running=same_process,
+                  recovery_s=recovery, first_write_after_restart_s=(first_commit_after - back) if first_commit_after else None,
+                  drained_after_s=drained)
+    result["pass"] = (drained is not None and same_process and recovery is not None and recovery <= 10
+                      and result["final_states_lost"] == 0 and result["order_violations"] == 0)
+    result["summary"] = (f"restart at {at} s; the same relay delivered a post-restart write "
+                         f"{recovery if recovery is not None else float('nan'):.2f} s after PostgreSQL was back (bound 10 s); "
+                         f"{result['final_states_lost']} final states lost of {result['activities_written']}; "
+                         f"{writer.errors} writes refused while it was down")
+    return result
+
+
+def scenario_terminate(suite, quick):
+    """pg_terminate_backend of every relay connection every second for 30 s: nothing lost, pickup p99 ≤ 2 s."""
+    rate, seconds = (100, 6) if quick else (200, 30)
+    tokens = suite.create_database("terminate", 1000)
+    relay = Relay(suite, "terminate")
+    writer = Writer(suite, "terminate", list(tokens), rate, seconds)
+    writer.start()
+    terminated = 0
+    started = time.time()
+    while writer.is_alive():
+        time.sleep(1)
+        rows = suite.query("terminate", "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+                                        "WHERE application_name LIKE 'liverelay%%' AND pid <> pg_backend_pid()")
+        terminated += rows[0][0]
+    writer.join()
+    drained, pushes = collect(suite, "terminate", tokens, 60)
+    relay.terminate()
+    latencies = pickup_latencies([writer], pushes)
+    result = check_delivery(suite, "terminate", tokens, pushes)
+    result.update(writes=len(writer.committed), connections_terminated=terminated, drained_after_s=drained,
+                  pickup_ms={p: pct(latencies, p) for p in (50, 90, 99)}, relay_kept_running=relay.process.returncode == 0)
+    result["pass"] = (drained is not None and result["final_states_lost"] == 0 and result["order_violations"] == 0
+                      and pct(latencies, 99) <= 2000)
+    result["summary"] = (f"{terminated} relay connections terminated over {seconds} s ({len(writer.committed)} updates): "
+                         f"pickup p50 {pct(latencies, 50):.0f} ms, p99 {pct(latencies, 99):.0f} ms (bound 2000 ms); "
+                         f"{result['final_states_lost']} final states lost")
+    return result
+
+
+def retry_gaps(suite, database):
+    """Every retry's wait against the retry policy's lower bound (half the exponential ceiling, or retry-after)."""
+    rows = suite.query(database, """
+        SELECT outbox_id, attempt, extract(epoch FROM created_at)::float8, apns_status
+        FROM delivery_log WHERE outbox_id IS NOT NULL AND apns_env IS NOT NULL ORDER BY outbox_id, id""")
+    violations, checked, gaps, ratios = 0, 0, [], []
+    for (oid, attempt, at, status), (oid2, attempt2, at2, _) in zip(rows, rows[1:]):
+        if oid != oid2 or attempt2 != attempt + 1:
+            continue
+        ceiling = min(60.0, 0.25 * 2 ** max(0, attempt - 1))
+        bound = ceiling / 2
+        if status in (429, 503):
+            bound = max(bound, 1.0)  # the simulator sends retry-after: 1
+        gap = at2 - at
+        checked += 1
+        gaps.append(gap)
+        ratios.append(gap / bound)
+        if gap < bound - 0.05:
+            violations += 1
+    return checked, violations, gaps, ratios
+
+
+def scenario_endpoint(suite, quick):
+    """The endpoint answers 20% 503 + 5% 429 (retry-after), resets connections and sends GOAWAY."""
+    rate, seconds = (100, 5) if quick else (200, 20)
+    tokens = suite.create_database("endpoint", 1000)
+    relay = Relay(suite, "endpoint")
+    before = suite.responses()
+    suite.set_faults(rate503=0.2, rate429=0.05, retryAfterSeconds=1, resetRate=0.01, goAwayRate=0.01)
+    writer = Writer(suite, "endpoint", list(tokens), rate, seconds)
+    writer.start()
+    writer.join()
+    drained, pushes = collect(suite, "endpoint", tokens, 120)
+    suite.set_faults()
+    relay.terminate()
+    after = suite.responses()
+    answered = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    requests = sum(answered.values())
+    checked, violations, gaps, ratios = retry_gaps(suite, "endpoint")
+    result = check_delivery(suite, "endpoint", tokens, pushes)
+    result.update(writes=len(writer.committed), responses=answered, requests_per_accepted_push=requests / max(len(pushes), 1),
+                  retries_checked=checked, retries_sooner_than_policy=violations, drained_after_s=drained,
+                  retry_gap_s={"min": min(gaps, default=0), "p50": pct(gaps, 50), "max": max(gaps, default=0)},
+                  min_gap_over_bound=min(ratios, default=0))
+    result["pass"] = (drained is not None and result["final_states_lost"] == 0 and result["order_violations"] == 0
+                      and violations == 0 and checked > 0 and result["requests_per_accepted_push"] < 2)
+    result["summary"] = (f"{requests} requests for {len(pushes)} accepted pushes ({result['requests_per_accepted_push']:.2f} "
+                         f"per push; 503 {answered.get('503', 0)}, 429 {answered.get('429', 0)}, resets "
+                         f"{answered.get('reset', 0)}, GOAWAY {answered.get('goaway', 0)}); {checked} retries all within "
+                         f"backoff bounds: {violations == 0} (shortest wait {min(ratios, default=0):.2f}× its lower bound); "
+                         f"{result['final_states_lost']} final states lost")
+    return result
+
+
+def scenario_two_relays(suite, quick):
+    """Two relays on one database, 50,000 updates: no duplicates, per-activity order, work shared."""
+    total = 5000 if quick else 50000
+    tokens = suite.create_database("tworelays", 5000)
+    relays = [Relay(suite, "tworelays", name="relay-a"), Relay(suite, "tworelays", name="relay-b")]
+    writers = [Writer(suite, "tworelays", list(tokens), None, None) for _ in range(3)]
+    for w in writers:
+        w.start()
+    while sum(len(w.committed) for w in writers) < total:
+        time.sleep(0.05)
+    for w in writers:
+        w.stop_now = True
+        w.join()
+    drained, pushes = collect(suite, "tworelays", tokens, 180)
+    shares = [r.sent_total() for r in relays]
+    for r in relays:
+        r.terminate()
+    result = check_delivery(suite, "tworelays", tokens, pushes)
+    writes = sum(len(w.committed) for w in writers)
+    result.update(writes=writes, sent_by_relay=shares, drained_after_s=drained)
+    smaller = min(shares) / max(sum(shares), 1)
+    result["pass"] = (drained is not None and result["final_states_lost"] == 0 and result["order_violations"] == 0
+                      and result["duplicate_pushes"] == 0 and smaller >= 0.1)
+    result["summary"] = (f"{writes} updates: {result['pushes']} pushes, {result['duplicate_pushes']} duplicates, "
+                         f"{result['order_violations']} order violations, {result['final_states_lost']} final states lost; "
+                         f"sent by relay A/B: {shares[0]:.0f}/{shares[1]:.0f}")
+    return result
+
+
+def scenario_sigterm(suite, quick):
+    """SIGTERM under load: drains in ≤ 10 s, nothing left leased; the next relay delivers the rest."""
+    tokens = suite.create_database("sigterm", 5000 if quick else 20000)
+    suite.set_faults(delayMilliseconds=200)  # keep batches in flight when the signal lands
+    relay = Relay(suite, "sigterm")
+    suite.query("sigterm", "UPDATE activity_registration SET content_state = jsonb_build_object('n', 1)")
+    time.sleep(1.5 if quick else 3)
+    exit_seconds, code = relay.terminate()
+    sessions = suite.query("sigterm", "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'liverelay%%'")[0][0]
+    waiting = suite.query("sigterm", "SELECT count(*) FROM delivery_outbox")[0][0]
+    # Every row left is free: a new claimer can lock all of them at once.
+    with psycopg.connect(suite.url_for("sigterm")) as conn:
+        free = conn.execute("SELECT count(*) FROM (SELECT 1 FROM delivery_outbox FOR UPDATE SKIP LOCKED) t").fetchone()[0]
+        conn.rollback()
+    suite.set_faults()
+    relay = Relay(suite, "sigterm", name="relay-2")
+    drained, pushes = collect(suite, "sigterm", tokens, 120)
+    relay.terminate()
+    result = check_delivery(suite, "sigterm", tokens, pushes)
+    result.update(exit_seconds=exit_seconds, exit_code=code, relay_sessions_left=sessions, rows_waiting=waiting,
+                  rows_free=free, drained_after_s=drained)
+    result["pass"] = (exit_seconds <= 10 and code == 0 and sessions == 0 and free == waiting and drained is not None
+                      and result["final_states_lost"] == 0)
+    result["summary"] = (f"exited {exit_seconds:.2f} s after SIGTERM (code {code}; bound 10 s) with {waiting} rows still "
+                         f"to send, {free} of them free to claim, {sessions} relay sessions left; the next relay delivered "
+                         f"them: {result['final_states_lost']} final states lost")
+    return result
+
+
+def scenario_idle_transaction(suite, quick):
+    """An idle-in-transaction session (holding a snapshot and an xid) for 2 minutes, under load: throughput
+    recovers within 1 minute of its release."""
+    rate, hold, before, after = (200, 10, 4, 10) if quick else (300, 120, 10, 60)
+    tokens = suite.create_database("idletx", 2000)
+    relay = Relay(suite, "idletx")
+    writer = Writer(suite, "idletx", list(tokens), rate, before + hold + after)
+    writer.start()
+    depth = []  # (t, outbox rows)
+
+    def sample():
+        depth.append((time.time(), suite.query("idletx", "SELECT count(*) FROM delivery_outbox")[0][0]))
+
+    t0 = time.time()
+    while time.time() - t0 < before:
+        sample()
+        time.sleep(1)
+    idle = psycopg.connect(suite.url_for("idletx"))
+    idle.execute("SELECT txid_current(), count(*) FROM delivery_outbox").fetchall()  # now idle in transaction
+    held = time.time()
+    while time.time() - held < hold:
+        sample()
+        time.sleep(1)
+    idle.rollback()
+    idle.close()
+    released = time.time()
+    while writer.is_alive():
+        sample()
+        time.sleep(1)
+    writer.join()
+    drained, pushes = collect(suite, "idletx", tokens, 120)
+    relay.terminate()
+    committed = writer.committed
+    latencies = pickup_latencies([writer], pushes)
+
+    def window(start, end):
+        firsts = {}
+        for _, _, n, received in pushes:
+            if n in committed and start <= committed[n] < end and n not in firsts:
+                firsts[n] = (received - committed[n]) * 1000
+        values = list(firsts.values())
+        return {"p50_ms": pct(values, 50), "p99_ms": pct(values, 99), "states": len(values)}
+
+    phases = {"before": window(t0, held), "held": window(held, released),
+              "first_minute_after": window(released, released + 60)}
+    last_commit = max(committed.values(), default=released)
+    phases["last_10s"] = window(last_commit - 10, last_commit + 1)
+    # Recovered: the first moment after release from which the queue stays below one batch.
+    recovered_at = None
+    for t, rows in depth:
+        if t >= released and rows < BATCH_SIZE and all(r < BATCH_SIZE for tt, r in depth if tt >= t):
+            recovered_at = t - released
+            break
+    result = check_delivery(suite, "idletx", tokens, pushes)
+    result.update(writes=len(committed), hold_s=hold, phases=phases, max_queue_while_held=max((r for t, r in depth
+                  if held <= t < released), default=0), recovered_after_release_s=recovered_at, drained_after_s=drained)
+    result["pass"] = (drained is not None and result["final_states_lost"] == 0 and recovered_at is not None
+                      and recovered_at <= 60 and phases["last_10s"]["p99_ms"] <= 2000)
+    result["summary"] = (f"{hold} s idle in transaction at {rate} updates/s: pickup p99 before {phases['before']['p99_ms']:.0f} ms, "
+                         f"while held {phases['held']['p99_ms']:.0f} ms (queue ≤ {result['max_queue_while_held']} rows), "
+                         f"after release {phases['first_minute_after']['p99_ms']:.0f} ms; queue below one batch "
+                         f"{recovered_at if recovered_at is not None else float('nan'):.1f} s after release (bound 60 s)")
+    return result
+
+
+SCENARIOS = {
+    "kill": scenario_kill,
+    "pg-restart": scenario_pg_restart,
+    "terminate": scenario_terminate,
+    "endpoint": scenario_endpoint,
+    "two-relays": scenario_two_relays,
+    "sigterm": scenario_sigterm,
+    "idle-transaction": scenario_idle_transaction,
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--binary", default=os.path.join(ROOT, ".build-release/release/liverelay"))
+    parser.add_argument("--quick", action="store_true", help="short runs of every scenario (the ./scripts/test subset)")
+    parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios: " + ", ".join(SCENARIOS))
+    parser.add_argument("--out", default=os.path.join(ROOT, "Benchmarks", "results"))
+    args = parser.parse_args()
+    chosen = [name.strip() for name in args.only.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
+    if not os.access(args.binary, os.X_OK):
+        parser.error(f"{args.binary} is not an executable; build it first (Benchmarks/faults does)")
+    os.makedirs(args.out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="liverelay-faults-", dir="/tmp")
+    os.chmod(work, 0o755)
+    suite = Suite(work, args.binary)
+    results = {"mode": "quick" if args.quick else "full", "machine": {"cpus": os.cpu_count(), "uname": " ".join(os.uname())}}
+    failed = []
+    try:
+        suite.start_postgres()
+        suite.start_simulator()
+        for name in chosen:
+            started = time.time()
+            try:
+                result = SCENARIOS[name](suite, args.quick)
+            except Exception as error:  # a scenario that could not run is a failure, with the reason
+                result = {"pass": False, "summary": f"could not run: {error!r}"}
+            result["seconds"] = time.time() - started
+            results[name] = result
+            mark = "pass" if result["pass"] else "FAIL"
+            print(f"{mark}  {name:17} {result['summary']}  [{result['seconds']:.0f} s]", flush=True)
+            if not result["pass"]:
+                failed.append(name)
+    finally:
+        if suite.sim:
+            suite.sim.terminate()
+        if hasattr(suite, "data"):
+            suite.stop_postgres()
+    name = "faults-quick.json" if args.quick else "faults.json"
+    with open(os.path.join(args.out, name), "w") as f:
+        json.dump(results, f, indent=2, default=str)
+    if failed:
+        print(f"failed: {', '.join(failed)} (logs kept in {work})")
+        return 1
+    if not os.environ.get("FAULTS_KEEP"):
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
