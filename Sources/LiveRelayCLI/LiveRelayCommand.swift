@@ -1,9 +1,25 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
+
+/// The process entry point: Swift concurrency runs on NIO's event loops, so a task awaiting a PostgreSQL or APNs
+/// answer resumes on the loop that read it instead of hopping to a separate thread pool (the relay's hot path is a
+/// chain of such awaits: wake-up, claim, send, record).
+@main
+enum Main {
+    static func main() {
+        _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        Task {
+            await LiveRelayCommand.main()
+            exit(0)
+        }
+        dispatchMain()
+    }
+}
 
 /// `liverelay`: turns SQL writes into Live Activity pushes and Server-Sent Events.
-@main
 struct LiveRelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "liverelay",
