@@ -1,13 +1,18 @@
 -- What a SQL write does (DESIGN.md): triggers record deliveries and broadcast events in the writer's transaction.
 -- Statement-level triggers with transition tables: one pass per statement, however many rows it touches.
 
--- Wake idle relays. Gated by relay_wakeup so that busy relays (which re-scan until the outbox is empty)
--- do not make every writer take NOTIFY's commit lock.
+-- Wake idle relays. Gated by relay_wakeup so that busy relays (which re-scan until the outbox is empty) do not make
+-- every writer take NOTIFY's commit lock: the first writer to find a relay idle marks it busy and notifies; writers
+-- that come while that writer's transaction is open (the row is locked: skipped) or after it (busy) do not. The relay
+-- marks itself idle again once it has drained, and re-scans then. A rolled-back writer undoes its mark.
 CREATE OR REPLACE FUNCTION liverelay_wake() RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
     -- A relay refreshes its row at least every 30 s; an older row is a relay that died, not one that waits.
-    IF EXISTS (SELECT 1 FROM relay_wakeup WHERE idle AND updated_at > now() - interval '2 minutes') THEN
+    UPDATE relay_wakeup SET idle = false
+    WHERE instance_id IN (SELECT instance_id FROM relay_wakeup
+                          WHERE idle AND updated_at > now() - interval '2 minutes' FOR UPDATE SKIP LOCKED);
+    IF FOUND THEN
         PERFORM pg_notify('liverelay_wake', '');
     END IF;
 END $$;

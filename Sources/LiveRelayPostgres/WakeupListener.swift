@@ -22,6 +22,8 @@ public final class WakeupListener: Service, Sendable {
         var doorbells: [Doorbell] = []
         var busy: Set<Int> = []
         var connected = false
+        /// What this relay's `relay_wakeup` row says, as far as we know: a writer that notifies has set it to busy.
+        var publishedIdle = false
     }
 
     public init(connector: DatabaseConnector, logger: Logger) {
@@ -52,7 +54,9 @@ public final class WakeupListener: Service, Sendable {
 
     /// A consumer has drained everything it saw.
     public func reportIdle(_ id: Int) {
-        let changed = state.withLock { state in state.busy.remove(id) != nil && state.busy.isEmpty }
+        let changed = state.withLock { state in
+            (state.busy.remove(id) != nil || !state.publishedIdle) && state.busy.isEmpty
+        }
         if changed { gateChanged.ring() }
     }
 
@@ -87,7 +91,12 @@ public final class WakeupListener: Service, Sendable {
             self.ringAll()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    for try await _ in notifications { self.ringAll() }
+                    for try await _ in notifications {
+                        // The writer that notified marked our row busy: it is published idle again when the
+                        // consumers have drained (reportIdle).
+                        self.state.withLock { $0.publishedIdle = false }
+                        self.ringAll()
+                    }
                     throw ListenerClosed()
                 }
                 group.addTask {
@@ -105,7 +114,11 @@ public final class WakeupListener: Service, Sendable {
     /// Publishes whether this relay is idle; when it becomes idle, consumers re-scan once so that a write
     /// that read "busy" just before the flag flipped is not left waiting for the poll.
     private func writeGate(on connection: PostgresConnection) async throws {
-        let idle = state.withLock { $0.busy.isEmpty }
+        // Set before writing: a notification that arrives meanwhile (a writer marking us busy) must win.
+        let idle = state.withLock { state in
+            state.publishedIdle = state.busy.isEmpty
+            return state.busy.isEmpty
+        }
         try await connection.query("""
             INSERT INTO relay_wakeup (instance_id, idle, updated_at) VALUES (\(instanceID), \(idle), now())
             ON CONFLICT (instance_id) DO UPDATE SET idle = excluded.idle, updated_at = excluded.updated_at
