@@ -119,8 +119,12 @@ public final class WakeupListener: Service, Sendable {
             state.publishedIdle = state.busy.isEmpty
             return state.busy.isEmpty
         }
+        // Marking idle waits (exclusive advisory lock) for writers that read "busy" to commit, so the re-scan below
+        // sees their rows (see liverelay_wake in sql/020_triggers.sql).
         try await connection.query("""
-            INSERT INTO relay_wakeup (instance_id, idle, updated_at) VALUES (\(instanceID), \(idle), now())
+            INSERT INTO relay_wakeup (instance_id, idle, updated_at)
+            SELECT \(instanceID), \(idle), now()
+            FROM (SELECT CASE WHEN \(idle) THEN pg_advisory_xact_lock(liverelay_wake_lock_key()) END) AS waited
             ON CONFLICT (instance_id) DO UPDATE SET idle = excluded.idle, updated_at = excluded.updated_at
             """, logger: logger)
         if idle { ringAll() }
