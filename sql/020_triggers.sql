@@ -4,18 +4,13 @@
 -- Wake idle relays. Gated by relay_wakeup so that busy relays (which re-scan until the outbox is empty) do not make
 -- every writer take NOTIFY's commit lock: the first writer to find a relay idle marks it busy and notifies; writers
 -- that come while that writer's transaction is open (the row is locked: skipped) or after it (busy) do not. A
--- rolled-back writer undoes its mark.
---
--- A writer that finds every relay busy relies on the relay re-scanning after it marks itself idle again. For that
--- re-scan to see the writer's row, the writer must have committed first: so writers hold a shared advisory lock
--- from before they read the flag until they commit, and a relay takes it exclusively to mark itself idle.
-CREATE OR REPLACE FUNCTION liverelay_wake_lock_key() RETURNS bigint
-LANGUAGE sql IMMUTABLE AS $$ SELECT 5501969504011593292::bigint $$;
+-- rolled-back writer undoes its mark. A writer that finds every relay busy relies on the relay re-scanning after it
+-- marks itself idle again: it does so at once and again 50 ms later (for writers whose commit was still on its way
+-- to disk), and the poll catches anything later still.
 
 CREATE OR REPLACE FUNCTION liverelay_wake() RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_advisory_xact_lock_shared(liverelay_wake_lock_key());
     -- A relay refreshes its row at least every 30 s; an older row is a relay that died, not one that waits.
     UPDATE relay_wakeup SET idle = false
     WHERE instance_id IN (SELECT instance_id FROM relay_wakeup

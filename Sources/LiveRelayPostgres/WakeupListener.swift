@@ -48,7 +48,8 @@ public final class WakeupListener: Service, Sendable {
 
     /// A consumer found work: writers need not wake us while it drains.
     public func reportBusy(_ id: Int) {
-        let changed = state.withLock { state in state.busy.insert(id).inserted && state.busy.count == 1 }
+        // After a wake-up the row already says busy (the writer that notified marked it): nothing to write then.
+        let changed = state.withLock { state in state.busy.insert(id).inserted && state.busy.count == 1 && state.publishedIdle }
         if changed { gateChanged.ring() }
     }
 
@@ -119,15 +120,19 @@ public final class WakeupListener: Service, Sendable {
             state.publishedIdle = state.busy.isEmpty
             return state.busy.isEmpty
         }
-        // Marking idle waits (exclusive advisory lock) for writers that read "busy" to commit, so the re-scan below
-        // sees their rows (see liverelay_wake in sql/020_triggers.sql).
         try await connection.query("""
-            INSERT INTO relay_wakeup (instance_id, idle, updated_at)
-            SELECT \(instanceID), \(idle), now()
-            FROM (SELECT CASE WHEN \(idle) THEN pg_advisory_xact_lock(liverelay_wake_lock_key()) END) AS waited
+            INSERT INTO relay_wakeup (instance_id, idle, updated_at) VALUES (\(instanceID), \(idle), now())
             ON CONFLICT (instance_id) DO UPDATE SET idle = excluded.idle, updated_at = excluded.updated_at
             """, logger: logger)
-        if idle { ringAll() }
+        if idle {
+            // A writer that read "busy" just before this may commit after the re-scan it triggers: look again once
+            // its commit has had time to reach disk (the poll is the backstop for anything slower).
+            ringAll()
+            Task {
+                try? await Task.sleep(for: .milliseconds(50))
+                self.ringAll()
+            }
+        }
     }
 }
 
