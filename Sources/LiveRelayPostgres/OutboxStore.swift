@@ -139,7 +139,7 @@ struct ClaimStatement: PostgresPreparedStatement {
                      Double, Int32, Int64, Bool,
                      UUID?, String?, String?, String?, String?, String?, Int64?, Int64?, Double?, Int32?, Bool, String?, Int64?,
                      String?, String?)
-    static let name = "liverelay_claim_v1"
+    static let name = "liverelay_claim_v2"
     static let sql = """
             WITH claimed AS MATERIALIZED (
                 SELECT id, kind, activity_id, event_type, secret_hash, session_id, device_token, bundle_id, apns_env, payload,
@@ -152,19 +152,19 @@ struct ClaimStatement: PostgresPreparedStatement {
             ), locked AS MATERIALIZED (
                 SELECT d.activity_id FROM (SELECT DISTINCT activity_id FROM claimed WHERE activity_id IS NOT NULL) d
                 WHERE pg_try_advisory_xact_lock(hashtextextended(d.activity_id::text, 7031))
+            ), states AS MATERIALIZED (
+                -- Read after the locks are held, with a fresh snapshot (see sql/040_delivery.sql).
+                SELECT * FROM liverelay_locked_activity_states(ARRAY(SELECT activity_id FROM locked))
             )
             SELECT c.id, c.kind, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token, c.bundle_id, c.apns_env,
                    c.payload::text, c.priority::int4, c.apns_id, c.request_id, extract(epoch FROM c.enqueued_at)::float8, c.attempts,
                    floor(extract(epoch FROM clock_timestamp()))::int8, l.activity_id IS NOT NULL,
-                   a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state::text,
-                   floor(extract(epoch FROM a.stale_date))::int8, floor(extract(epoch FROM a.dismissal_date))::int8,
-                   a.relevance_score, a.priority::int4, m.device_uuid IS NOT NULL, m.message,
-                   s.last_timestamp, encode(s.last_payload, 'hex'), a.platform
+                   a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state,
+                   a.stale_date, a.dismissal_date, a.relevance_score, a.priority, coalesce(a.has_message, false), a.message,
+                   a.last_timestamp, a.last_payload, a.platform
             FROM claimed c
             LEFT JOIN locked l ON l.activity_id = c.activity_id
-            LEFT JOIN activity_registration a ON a.id = l.activity_id
-            LEFT JOIN device_live_activity_message m ON m.device_uuid = a.device_uuid
-            LEFT JOIN activity_delivery_state s ON s.activity_id = a.id
+            LEFT JOIN states a ON a.id = l.activity_id
             ORDER BY c.next_attempt_at, c.id
         """
     var limit: Int64

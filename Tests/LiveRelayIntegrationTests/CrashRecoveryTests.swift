@@ -116,4 +116,31 @@ struct CrashRecoveryTests {
             }
         }
     }
+
+    @Test("a claim that got an activity's lock late reads the state committed while it waited, not its statement's snapshot")
+    func claimReadsStateAfterTakingLocks() async throws {
+        // The race behind it: relay B's claim statement starts (its snapshot), relay A sends a newer state and
+        // releases the activity's lock, then B's statement takes the lock. B must build from A's state, not older.
+        try await Harness.with { h in
+            _ = try await h.registerActivity(session: "s-late-lock", state: #"{"n": 1}"#)
+            let id = try #require(try await h.rows("SELECT id FROM activity_registration WHERE session_id = 's-late-lock'", as: UUID.self).first)
+            try await h.withConnection { holder in
+                try await holder.query("BEGIN", logger: h.logger)
+                try await holder.query("SELECT pg_advisory_xact_lock(4242)", logger: h.logger)
+                async let late: [String] = h.rows("""
+                    SELECT f.content_state || ' ' || p.content_state::text
+                    FROM (SELECT pg_advisory_xact_lock(4242)) waited
+                    CROSS JOIN liverelay_locked_activity_states(ARRAY[\(id)]::uuid[]) f
+                    CROSS JOIN (SELECT content_state FROM activity_registration WHERE id = \(id)) p
+                    """, as: String.self)
+                // The statement above has its snapshot and is waiting for the lock.
+                try await h.waitUntil("SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'advisory'")
+                try await holder.query(#"UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 's-late-lock'"#,
+                                       logger: h.logger)
+                try await holder.query("COMMIT", logger: h.logger)
+                // The function sees n = 2; the statement's own snapshot (the plain subquery) still sees n = 1.
+                #expect(try await late == [#"{"n": 2} {"n": 1}"#])
+            }
+        }
+    }
 }
