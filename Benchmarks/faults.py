@@ -150,6 +150,7 @@ class Suite(Stack):
                 SELECT encode(sha256('faults'), 'hex'), 'a' || i, md5(%s || i) || md5(i::text), 'dev.liverelay.faults',
                        '{"n": 0}'
                 FROM generate_series(1, %s) AS i""", (database, activities))
+            conn.execute("CREATE SEQUENCE faults_n")
             rows = conn.execute("SELECT session_id, activity_token FROM activity_registration").fetchall()
         return dict(rows)
 
@@ -184,11 +185,10 @@ class Suite(Stack):
 
 
 class Writer(threading.Thread):
-    """Single-row UPDATEs at a steady rate, each setting content_state = {"n": <unique increasing number>}.
-    Reconnects after errors (a statement that failed is simply not counted); remembers each commit's time."""
-
-    counter = 0
-    counter_lock = threading.Lock()
+    """Single-row UPDATEs at a steady rate, each setting content_state = {"n": nextval(...)}. The number is taken
+    when the row is written (after any wait for the row's lock), so per activity it increases in commit order, the
+    order the relay must keep. Reconnects after errors (a statement that failed is not counted); remembers each
+    commit's time."""
 
     def __init__(self, suite, database, sessions, rate, seconds):
         super().__init__(daemon=True)
@@ -197,12 +197,6 @@ class Writer(threading.Thread):
         self.committed = {}  # n → commit time
         self.errors = 0
         self.stop_now = False
-
-    @classmethod
-    def next_n(cls):
-        with cls.counter_lock:
-            cls.counter += 1
-            return cls.counter
 
     def run(self):
         conn = None
@@ -215,13 +209,12 @@ class Writer(threading.Thread):
                 if delay > 0:
                     time.sleep(delay)
             i += 1
-            n = self.next_n()
             session = random.choice(self.sessions)
             try:
                 if conn is None:
                     conn = psycopg.connect(self.suite.url_for(self.database), autocommit=True, connect_timeout=2)
-                conn.execute("UPDATE activity_registration SET content_state = jsonb_build_object('n', %s::int) "
-                             "WHERE session_id = %s", (n, session))
+                n = conn.execute("UPDATE activity_registration SET content_state = jsonb_build_object('n', nextval('faults_n')) "
+                                 "WHERE session_id = %s RETURNING (content_state->>'n')::int8", (session,)).fetchone()[0]
                 self.committed[n] = time.time()
             except psycopg.Error:
                 self.errors += 1
@@ -244,12 +237,14 @@ def check_delivery(suite, database, tokens, pushes):
         by_token.setdefault(token, []).append(n)
     lost = [t for t, n in final.items() if n != 0 and (by_token.get(t) or [None])[-1] != n]
     out_of_order = [t for t, states in by_token.items() if states != sorted(states)]
+    examples = [{"token": t[-8:], "states": by_token[t]} for t in out_of_order[:3]]
     copies = {}
     for _, token, n, _ in pushes:
         copies[(token, n)] = copies.get((token, n), 0) + 1
     duplicates = sum(c - 1 for c in copies.values() if c > 1)
     return {"activities_written": sum(1 for n in final.values() if n != 0), "final_states_lost": len(lost),
-            "order_violations": len(out_of_order), "duplicate_pushes": duplicates, "pushes": len(pushes)}
+            "order_violations": len(out_of_order), "order_violation_examples": examples, "duplicate_pushes": duplicates,
+            "pushes": len(pushes)}
 
 
 def pickup_latencies(writers, pushes):
