@@ -85,7 +85,7 @@ struct Origin: Sendable, Hashable {
 /// The connections of one client and its in-flight batches. All state lives on `eventLoop`.
 final class ConnectionPool: @unchecked Sendable {
     private enum Slot {
-        case connecting(EventLoopFuture<APNsConnection>)
+        case connecting(EventLoopFuture<NIOLoopBound<APNsConnection>>)
         case ready(APNsConnection)
     }
 
@@ -138,8 +138,9 @@ final class ConnectionPool: @unchecked Sendable {
                 switch result {
                 case .failure(let error):
                     for index in indices { batch.complete(index, .failure(.connectFailed("\(error)"))) }
-                case .success(let connection):
-                    for index in indices {
+                case .success(let bound):
+                    let connection = bound.value
+                    for index in indices where batch.isWaiting(index) {
                         let push = pushes[index]
                         let streamID = connection.write(
                             headers: Self.headers(for: push, origin: origin, authorization: authorization),
@@ -173,10 +174,10 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     /// The live connection to an origin, or a new one.
-    private func connection(to origin: Origin) -> EventLoopFuture<APNsConnection> {
+    private func connection(to origin: Origin) -> EventLoopFuture<NIOLoopBound<APNsConnection>> {
         switch slots[origin] {
         case .ready(let connection) where connection.isUsable:
-            return eventLoop.makeSucceededFuture(connection)
+            return eventLoop.makeSucceededFuture(NIOLoopBound(connection, eventLoop: eventLoop))
         case .connecting(let future):
             return future
         default:
@@ -185,7 +186,7 @@ final class ConnectionPool: @unchecked Sendable {
             future.assumeIsolated().whenComplete { result in
                 guard case .connecting(let current)? = self.slots[origin], current === future else { return }
                 switch result {
-                case .success(let connection): self.slots[origin] = .ready(connection)
+                case .success(let connection): self.slots[origin] = .ready(connection.value)
                 case .failure: self.slots[origin] = nil
                 }
             }
@@ -193,7 +194,7 @@ final class ConnectionPool: @unchecked Sendable {
         }
     }
 
-    private func connect(to origin: Origin) -> EventLoopFuture<APNsConnection> {
+    private func connect(to origin: Origin) -> EventLoopFuture<NIOLoopBound<APNsConnection>> {
         let sslContext = self.sslContext
         return ClientBootstrap(group: eventLoop)
             .connectTimeout(.seconds(5))
@@ -209,8 +210,9 @@ final class ConnectionPool: @unchecked Sendable {
             .connect(host: origin.host, port: origin.port)
             .flatMap { channel in
                 do {
-                    let connection = try channel.pipeline.syncOperations.handler(type: APNsConnection.self)
-                    return connection.ready.futureResult.assumeIsolated().map { connection }.nonisolated()
+                    let connection = NIOLoopBound(
+                        try channel.pipeline.syncOperations.handler(type: APNsConnection.self), eventLoop: channel.eventLoop)
+                    return connection.value.ready.futureResult.map { connection }
                 } catch {
                     return channel.eventLoop.makeFailedFuture(error)
                 }
@@ -232,6 +234,9 @@ private final class Batch {
         self.remaining = count
         self.promise = promise
     }
+
+    /// True while a request has no answer yet (not even "timed out": then it must not be sent any more).
+    func isWaiting(_ index: Int) -> Bool { results[index] == nil }
 
     /// Remembers the stream of a request still waiting for its answer (to reset it at the deadline).
     func track(_ index: Int, on connection: APNsConnection, streamID: HTTP2StreamID) {
