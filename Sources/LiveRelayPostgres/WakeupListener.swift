@@ -20,6 +20,8 @@ public final class WakeupListener: Service, Sendable {
 
     private struct State {
         var doorbells: [Doorbell] = []
+        /// Consumers that share one queue (delivery workers): a wake-up rings just one of them.
+        var sharing: Set<Int> = []
         var busy: Set<Int> = []
         var connected = false
         /// What this relay's `relay_wakeup` row says, as far as we know: a writer that notifies has set it to busy.
@@ -32,10 +34,13 @@ public final class WakeupListener: Service, Sendable {
     }
 
     /// Registers a consumer; returns its id and the doorbell to wait on.
-    public func register() -> (id: Int, doorbell: Doorbell) {
+    /// - Parameter sharesWork: true for consumers of one shared queue (delivery workers), of which a wake-up rings
+    ///   one; the others (the stream hub) are rung on every wake-up.
+    public func register(sharesWork: Bool = false) -> (id: Int, doorbell: Doorbell) {
         let doorbell = Doorbell()
         let id = state.withLock { state in
             state.doorbells.append(doorbell)
+            if sharesWork { state.sharing.insert(state.doorbells.count - 1) }
             return state.doorbells.count - 1
         }
         return (id, doorbell)
@@ -44,6 +49,18 @@ public final class WakeupListener: Service, Sendable {
     /// Rings every consumer.
     public func ringAll() {
         for doorbell in state.withLock({ $0.doorbells }) { doorbell.ring() }
+    }
+
+    /// Rings for a wake-up: every consumer that does not share work, and one idle consumer of the shared queue (one
+    /// claim answers a wake-up, and a worker that finds a full batch rings the others; busy workers claim again by
+    /// themselves).
+    func ringForWakeUp() {
+        let doorbells = state.withLock { state -> [Doorbell] in
+            var ring = state.doorbells.indices.filter { !state.sharing.contains($0) }
+            if let worker = state.sharing.sorted().first(where: { !state.busy.contains($0) }) { ring.append(worker) }
+            return ring.map { state.doorbells[$0] }
+        }
+        for doorbell in doorbells { doorbell.ring() }
     }
 
     /// A consumer found work: writers need not wake us while it drains.
@@ -96,7 +113,7 @@ public final class WakeupListener: Service, Sendable {
                         // The writer that notified marked our row busy: it is published idle again when the
                         // consumers have drained (reportIdle).
                         self.state.withLock { $0.publishedIdle = false }
-                        self.ringAll()
+                        self.ringForWakeUp()
                     }
                     throw ListenerClosed()
                 }

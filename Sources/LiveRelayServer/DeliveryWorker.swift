@@ -34,7 +34,7 @@ public final class DeliveryWorker: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         self.store = OutboxStore(logger: logger)
-        (self.gateID, self.doorbell) = listener.register()
+        (self.gateID, self.doorbell) = listener.register(sharesWork: true)
     }
 
     public func run() async throws {
@@ -67,7 +67,7 @@ public final class DeliveryWorker: Service, Sendable {
         // the only effect is a resend of those pushes, the same at-least-once window as a relay crash. So this
         // session does not wait for its WAL flush (writers' commits stay durable), which keeps the relay's fsyncs
         // out of the writers' way.
-        try await ConnectionScope.run(on: connection, deadline: .seconds(5), what: "configuring the worker session") {
+        _ = try await ConnectionScope.run(on: connection, deadline: .seconds(5), what: "configuring the worker session") {
             try await connection.query("SET synchronous_commit = off", logger: self.logger)
         }
         while !isStopping {

@@ -106,15 +106,22 @@ struct FailureHandlingTests {
                 let tokens = registered
 
                 // Phase 1: GOAWAY is graceful (every stream it covers is answered), so nothing is sent twice.
+                // Each round is delivered before the next, so every round makes 30 requests: 120 per phase, at a
+                // fault rate of 10% (the chance of no fault at all is 0.9^120, about 3 in a million).
+                func deliverRounds(_ rounds: ClosedRange<Int>) async throws -> [RecordedPush] {
+                    var pushes: [RecordedPush] = []
+                    for round in rounds {
+                        try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id LIKE 's-conn-%'")
+                        pushes = try await h.waitForPushes(timeout: .seconds(40)) { pushes in
+                            tokens.values.allSatisfy { token in pushes.last { $0.token == token }?.n == Int64(round) }
+                        }
+                    }
+                    return pushes
+                }
                 var faults = SimulatorFaults()
                 faults.goAwayRate = 0.1
                 h.simulator.setFaults(faults)
-                for round in 1...4 {
-                    try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id LIKE 's-conn-%'")
-                }
-                let first = try await h.waitForPushes(timeout: .seconds(40)) { pushes in
-                    tokens.values.allSatisfy { token in pushes.last { $0.token == token }?.n == 4 }
-                }
+                let first = try await deliverRounds(1...4)
                 #expect(h.simulator.responseCounts()["goaway", default: 0] > 0)
                 for token in tokens.values {
                     let states = first.filter { $0.token == token }.compactMap(\.n)
@@ -124,15 +131,9 @@ struct FailureHandlingTests {
                 // Phase 2: a reset loses the answers of requests APNs may already have taken; those are sent
                 // again (at least once), still in order, and the last state always arrives.
                 faults = SimulatorFaults()
-                faults.resetRate = 0.05
+                faults.resetRate = 0.1
                 h.simulator.setFaults(faults)
-                let already = first.count
-                for round in 5...8 {
-                    try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id LIKE 's-conn-%'")
-                }
-                let second = try await h.waitForPushes(timeout: .seconds(40)) { pushes in
-                    tokens.values.allSatisfy { token in pushes.last { $0.token == token }?.n == 8 }
-                }.dropFirst(already)
+                let second = try await deliverRounds(5...8).dropFirst(first.count)
                 #expect(h.simulator.responseCounts()["reset", default: 0] > 0)
                 for token in tokens.values {
                     let states = second.filter { $0.token == token }.compactMap(\.n)

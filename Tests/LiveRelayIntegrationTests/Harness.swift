@@ -78,7 +78,7 @@ struct Harness: Sendable {
     func migrate() async throws {
         let connector = try DatabaseConnector(url: databaseURL)
         let migrator = try Migrator(directory: Self.projectRoot)
-        try await connector.withConnection(logger: logger) { connection in
+        _ = try await connector.withConnection(logger: logger) { connection in
             try await migrator.run(on: connection, logger: logger)
         }
     }
@@ -115,7 +115,7 @@ struct Harness: Sendable {
     /// Runs SQL on a fresh connection.
     func sql(_ query: PostgresQuery) async throws {
         let connector = try DatabaseConnector(url: databaseURL)
-        try await connector.withConnection(logger: logger) { connection in
+        _ = try await connector.withConnection(logger: logger) { connection in
             try await connection.query(query, logger: logger)
         }
     }
