@@ -73,9 +73,6 @@ final class APNsConnection: ChannelInboundHandler, RemovableChannelHandler {
     /// new connection, and this one closes when its last stream is answered.
     var isUsable: Bool { context != nil && !closing }
 
-    /// Requests in flight.
-    var inFlight: Int { streams.count }
-
     init(eventLoop: any EventLoop) {
         self.ready = eventLoop.makePromise(of: Void.self)
     }

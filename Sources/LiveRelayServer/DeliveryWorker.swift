@@ -22,11 +22,13 @@ public final class DeliveryWorker: Service, Sendable {
     private let planner = DeliveryPlanner()
     private let gateID: Int
     private let doorbell: Doorbell
-    private let stopping = Mutex(false)
+    private let stopping: StopSignal
     private let metrics: RelayMetrics?
 
     public init(connector: DatabaseConnector, listener: WakeupListener, sender: PushSender,
-                configuration: DeliveryConfiguration, metrics: RelayMetrics? = nil, logger: Logger) {
+                configuration: DeliveryConfiguration, metrics: RelayMetrics? = nil, stop: StopSignal = StopSignal(),
+                logger: Logger) {
+        self.stopping = stop
         self.metrics = metrics
         self.connector = connector
         self.listener = listener
@@ -40,16 +42,20 @@ public final class DeliveryWorker: Service, Sendable {
     public func run() async throws {
         await withGracefulShutdownHandler {
             await self.loop()
+            // Stopped by another worker's shutdown: a service must not end before the group asks it to.
+            try? await gracefulShutdown()
         } onGracefulShutdown: {
-            self.stopping.withLock { $0 = true }
-            self.doorbell.ring()
+            // Shared by all workers: the service group tells them one after the other, and none should start a new
+            // batch while another drains.
+            self.stopping.stop()
+            self.listener.ringAll()
         }
     }
 
     /// The longest a batch may take: every APNs request has its own deadline well inside it.
     private var batchDeadline: Duration { .seconds(30) }
 
-    private var isStopping: Bool { stopping.withLock { $0 } || Task.isCancelled }
+    private var isStopping: Bool { stopping.isStopped || Task.isCancelled }
 
     private func loop() async {
         let poll = Duration.milliseconds(configuration.pollIntervalMilliseconds)
@@ -186,4 +192,12 @@ public final class DeliveryWorker: Service, Sendable {
 extension Duration {
     /// Whole and fractional milliseconds, for logs.
     var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 }
+}
+
+/// A stop flag the delivery workers of one relay share (see `DeliveryWorker.run`).
+public final class StopSignal: Sendable {
+    private let stopped = Mutex(false)
+    public init() {}
+    public func stop() { stopped.withLock { $0 = true } }
+    public var isStopped: Bool { stopped.withLock { $0 } }
 }

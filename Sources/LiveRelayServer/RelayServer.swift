@@ -94,12 +94,13 @@ public struct RelayServer: Sendable {
         // One APNs client (one HTTP/2 connection per environment) per worker: a connection's streams are handled on
         // one event loop thread, so several connections spread the work over the cores. The provider token is shared.
         let clients = try (0..<configuration.delivery.workers).map { _ in try APNsClient(configuration: configuration.apns, tokens: tokens) }
+        let stop = StopSignal()
         let workers = clients.enumerated().map { index, client in
             var workerLogger = logger
             workerLogger[metadataKey: "worker"] = "\(index)"
             return DeliveryWorker(
                 connector: connector, listener: listener, sender: PushSender(client: client, logger: workerLogger),
-                configuration: configuration.delivery, metrics: metrics, logger: workerLogger)
+                configuration: configuration.delivery, metrics: metrics, stop: stop, logger: workerLogger)
         }
         let hub = BroadcastHub(connector: connector, listener: listener, logger: logger)
         let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger)

@@ -97,7 +97,7 @@ struct FailureHandlingTests {
         }
     }
 
-    @Test("GOAWAY: the relay moves to a new connection and sends each state once; resets mid-request: nothing lost, order kept")
+    @Test("GOAWAY and connection resets mid-request: the relay moves to new connections; nothing lost, order kept")
     func resetsAndGoAway() async throws {
         try await Harness.with { h in
             try await h.withRelay(environment: ["LIVERELAY_RETRY_MAX_DELAY_MS": "400", "LIVERELAY_RETRY_MAX_ATTEMPTS": "40"]) {
@@ -105,7 +105,9 @@ struct FailureHandlingTests {
                 for index in 0..<30 { registered["s-conn-\(index)"] = try await h.registerActivity(session: "s-conn-\(index)") }
                 let tokens = registered
 
-                // Phase 1: GOAWAY is graceful (every stream it covers is answered), so nothing is sent twice.
+                // Phase 1: GOAWAY. The relay opens no stream on a connection after its GOAWAY; streams the server
+                // did not take are resent at once. (Hummingbird may close the connection before the last answers
+                // leave; those requests count as unanswered and are retried, so a state can arrive twice.)
                 // Each round is delivered before the next, so every round makes 30 requests: 120 per phase, at a
                 // fault rate of 10% (the chance of no fault at all is 0.9^120, about 3 in a million).
                 func deliverRounds(_ rounds: ClosedRange<Int>) async throws -> [RecordedPush] {
@@ -125,7 +127,7 @@ struct FailureHandlingTests {
                 #expect(h.simulator.responseCounts()["goaway", default: 0] > 0)
                 for token in tokens.values {
                     let states = first.filter { $0.token == token }.compactMap(\.n)
-                    #expect(states == states.sorted() && Set(states).count == states.count, "\(states)")
+                    #expect(states == states.sorted() && states.last == 4, "\(states)")
                 }
 
                 // Phase 2: a reset loses the answers of requests APNs may already have taken; those are sent

@@ -84,7 +84,7 @@ struct AdminRoutes: Sendable {
         let merge = request.headers[HTTPField.Name("Prefer")!]?.contains("resolution=merge-duplicates") ?? false
         let ids = devices, texts = messages, by = authors
         // A duplicate without merge (409) or a message too large for a push (400) is refused by the database.
-        try await database.withConnection { connection in
+        _ = try await database.withConnection { connection in
             if merge {
                 try await connection.query("""
                     INSERT INTO device_live_activity_message (device_uuid, message, updated_by)
