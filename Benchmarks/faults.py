@@ -25,7 +25,7 @@ import urllib.request
 
 import psycopg
 
-from bench import ADMIN_TOKEN, Stack, free_port, pct
+from bench import ADMIN_TOKEN, Stack, as_postgres, free_port, pct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH_SIZE = 500  # LIVERELAY_BATCH_SIZE's default: the most one kill can make the relay send twice
@@ -247,6 +247,11 @@ def check_delivery(suite, database, tokens, pushes):
             "pushes": len(pushes)}
 
 
+def nothing_lost(result, drained):
+    """The verdict every scenario shares: the relay drained, every final state arrived, per-activity order held."""
+    return drained is not None and result["final_states_lost"] == 0 and result["order_violations"] == 0
+
+
 def pickup_latencies(writers, pushes):
     """Commit → accepted by the simulator, for every state that arrived (first copy)."""
     committed = {}
@@ -289,7 +294,7 @@ def scenario_kill(suite, quick):
     result = check_delivery(suite, "kill", tokens, pushes)
     result.update(kills=kills, writes=len(writer.committed), drained_after_s=drained,
                   duplicates_per_kill=result["duplicate_pushes"] / max(kills, 1))
-    result["pass"] = (drained is not None and result["final_states_lost"] == 0 and result["order_violations"] == 0
+    result["pass"] = (nothing_lost(result, drained)
                       and result["duplicate_pushes"] <= kills * BATCH_SIZE)
     result["summary"] = (f"{kills} SIGKILLs during {len(writer.committed)} updates at {rate}/s: "
                          f"{result['final_states_lost']} final states lost, {result['duplicate_pushes']} duplicate pushes "
@@ -306,7 +311,6 @@ def scenario_pg_restart(suite, quick):
     writer = Writer(suite, "pgrestart", list(tokens), rate, seconds)
     writer.start()
     time.sleep(at)
-    from bench import as_postgres
     as_postgres([f"{suite.bindir}/pg_ctl", "-D", suite.data, "-m", "immediate", "-w", "restart",
                  "-o", f"-p {suite.pg_port}", "-l", f"{suite.data}/log"])
     back = time.time()
@@ -322,8 +326,7 @@ def scenario_pg_restart(suite, quick):
     result.update(writes=len(writer.committed), write_errors=writer.errors, relay_kept_running=same_process,
                   recovery_s=recovery, first_write_after_restart_s=(first_commit_after - back) if first_commit_after else None,
                   drained_after_s=drained)
-    result["pass"] = (drained is not None and same_process and recovery is not None and recovery <= 10
-                      and result["final_states_lost"] == 0 and result["order_violations"] == 0)
+    result["pass"] = nothing_lost(result, drained) and same_process and recovery is not None and recovery <= 10
     result["summary"] = (f"restart at {at} s; the same relay delivered a post-restart write "
                          f"{recovery if recovery is not None else float('nan'):.2f} s after PostgreSQL was back (bound 10 s); "
                          f"{result['final_states_lost']} final states lost of {result['activities_written']}; "
@@ -352,8 +355,7 @@ def scenario_terminate(suite, quick):
     result = check_delivery(suite, "terminate", tokens, pushes)
     result.update(writes=len(writer.committed), connections_terminated=terminated, drained_after_s=drained,
                   pickup_ms={p: pct(latencies, p) for p in (50, 90, 99)}, relay_kept_running=relay.process.returncode == 0)
-    result["pass"] = (drained is not None and result["final_states_lost"] == 0 and result["order_violations"] == 0
-                      and pct(latencies, 99) <= 2000)
+    result["pass"] = nothing_lost(result, drained) and pct(latencies, 99) <= 2000
     result["summary"] = (f"{terminated} relay connections terminated over {seconds} s ({len(writer.committed)} updates): "
                          f"pickup p50 {pct(latencies, 50):.0f} ms, p99 {pct(latencies, 99):.0f} ms (bound 2000 ms); "
                          f"{result['final_states_lost']} final states lost")
@@ -404,7 +406,7 @@ def scenario_endpoint(suite, quick):
                   retries_checked=checked, retries_sooner_than_policy=violations, drained_after_s=drained,
                   retry_gap_s={"min": min(gaps, default=0), "p50": pct(gaps, 50), "max": max(gaps, default=0)},
                   min_gap_over_bound=min(ratios, default=0))
-    result["pass"] = (drained is not None and result["final_states_lost"] == 0 and result["order_violations"] == 0
+    result["pass"] = (nothing_lost(result, drained)
                       and violations == 0 and checked > 0 and result["requests_per_accepted_push"] < 2)
     result["summary"] = (f"{requests} requests for {len(pushes)} accepted pushes ({result['requests_per_accepted_push']:.2f} "
                          f"per push; 503 {answered.get('503', 0)}, 429 {answered.get('429', 0)}, resets "
@@ -435,7 +437,7 @@ def scenario_two_relays(suite, quick):
     writes = sum(len(w.committed) for w in writers)
     result.update(writes=writes, sent_by_relay=shares, drained_after_s=drained)
     smaller = min(shares) / max(sum(shares), 1)
-    result["pass"] = (drained is not None and result["final_states_lost"] == 0 and result["order_violations"] == 0
+    result["pass"] = (nothing_lost(result, drained)
                       and result["duplicate_pushes"] == 0 and smaller >= 0.1)
     result["summary"] = (f"{writes} updates: {result['pushes']} pushes, {result['duplicate_pushes']} duplicates, "
                          f"{result['order_violations']} order violations, {result['final_states_lost']} final states lost; "
@@ -464,8 +466,7 @@ def scenario_sigterm(suite, quick):
     result = check_delivery(suite, "sigterm", tokens, pushes)
     result.update(exit_seconds=exit_seconds, exit_code=code, relay_sessions_left=sessions, rows_waiting=waiting,
                   rows_free=free, drained_after_s=drained)
-    result["pass"] = (exit_seconds <= 10 and code == 0 and sessions == 0 and free == waiting and drained is not None
-                      and result["final_states_lost"] == 0)
+    result["pass"] = nothing_lost(result, drained) and exit_seconds <= 10 and code == 0 and sessions == 0 and free == waiting
     result["summary"] = (f"exited {exit_seconds:.2f} s after SIGTERM (code {code}; bound 10 s) with {waiting} rows still "
                          f"to send, {free} of them free to claim, {sessions} relay sessions left; the next relay delivered "
                          f"them: {result['final_states_lost']} final states lost")
@@ -528,8 +529,8 @@ def scenario_idle_transaction(suite, quick):
     result = check_delivery(suite, "idletx", tokens, pushes)
     result.update(writes=len(committed), hold_s=hold, phases=phases, max_queue_while_held=max((r for t, r in depth
                   if held <= t < released), default=0), recovered_after_release_s=recovered_at, drained_after_s=drained)
-    result["pass"] = (drained is not None and result["final_states_lost"] == 0 and recovered_at is not None
-                      and recovered_at <= 60 and phases["last_10s"]["p99_ms"] <= 2000)
+    result["pass"] = (nothing_lost(result, drained) and recovered_at is not None and recovered_at <= 60
+                      and phases["last_10s"]["p99_ms"] <= 2000)
     result["summary"] = (f"{hold} s idle in transaction at {rate} updates/s: pickup p99 before {phases['before']['p99_ms']:.0f} ms, "
                          f"while held {phases['held']['p99_ms']:.0f} ms (queue ≤ {result['max_queue_while_held']} rows), "
                          f"after release {phases['first_minute_after']['p99_ms']:.0f} ms; queue below one batch "
