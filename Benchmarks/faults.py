@@ -98,7 +98,6 @@ class Suite(Stack):
         self.sim = subprocess.Popen([self.binary, "apns-sim", "--port", str(self.sim_port), "--ca-out", self.ca,
                                      "--key-file", self.key, "--quiet"],
                                     stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.work, "sim.log"), "ab"))
-        self.tls = ssl.create_default_context(cafile=None)
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -229,7 +228,7 @@ class Writer(threading.Thread):
             conn.close()
 
 
-def check_delivery(suite, database, tokens, pushes):
+def check_delivery(suite, database, pushes):
     """Compares what arrived with the database: final states lost, order violations, duplicate copies."""
     final = dict(suite.query(database, "SELECT activity_token, (content_state->>'n')::int FROM activity_registration"))
     by_token = {}
@@ -264,10 +263,13 @@ def pickup_latencies(writers, pushes):
     return [(first[n] - committed[n]) * 1000 for n in first]
 
 
-def collect(suite, database, tokens, timeout):
+def collect(suite, database, timeout):
+    """Waits for the relay to drain, then returns how long that took (None on timeout), the pushes that arrived,
+    and check_delivery's verdict on them. An outbox row is deleted only after the simulator has accepted (and
+    recorded) its push, so once the outbox is empty every push is in the simulator's record."""
     drained = suite.wait_drained(database, timeout)
-    time.sleep(0.3)
-    return drained, suite.new_pushes()
+    pushes = suite.new_pushes()
+    return drained, pushes, check_delivery(suite, database, pushes)
 
 
 # Scenarios ---------------------------------------------------------------------------------------------------------
@@ -289,9 +291,8 @@ def scenario_kill(suite, quick):
         kills += 1
         relay = Relay(suite, "kill", name=f"relay-{kills}")
     writer.join()
-    drained, pushes = collect(suite, "kill", tokens, 120)
+    drained, pushes, result = collect(suite, "kill", 120)
     relay.terminate()
-    result = check_delivery(suite, "kill", tokens, pushes)
     result.update(kills=kills, writes=len(writer.committed), drained_after_s=drained,
                   duplicates_per_kill=result["duplicate_pushes"] / max(kills, 1))
     result["pass"] = (nothing_lost(result, drained)
@@ -315,14 +316,13 @@ def scenario_pg_restart(suite, quick):
                  "-o", f"-p {suite.pg_port}", "-l", f"{suite.data}/log"])
     back = time.time()
     writer.join()
-    drained, pushes = collect(suite, "pgrestart", tokens, 60)
+    drained, pushes, result = collect(suite, "pgrestart", 60)
     same_process = relay.process.poll() is None
     # Recovery: from PostgreSQL accepting connections again to the first push of a write committed after that.
     after = sorted(received for _, _, n, received in pushes if n in writer.committed and writer.committed[n] >= back)
     recovery = (after[0] - back) if after else None
     first_commit_after = min((t for t in writer.committed.values() if t >= back), default=None)
     relay.terminate()
-    result = check_delivery(suite, "pgrestart", tokens, pushes)
     result.update(writes=len(writer.committed), write_errors=writer.errors, relay_kept_running=same_process,
                   recovery_s=recovery, first_write_after_restart_s=(first_commit_after - back) if first_commit_after else None,
                   drained_after_s=drained)
@@ -342,17 +342,15 @@ def scenario_terminate(suite, quick):
     writer = Writer(suite, "terminate", list(tokens), rate, seconds)
     writer.start()
     terminated = 0
-    started = time.time()
     while writer.is_alive():
         time.sleep(1)
         rows = suite.query("terminate", "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
                                         "WHERE application_name LIKE 'liverelay%%' AND pid <> pg_backend_pid()")
         terminated += rows[0][0]
     writer.join()
-    drained, pushes = collect(suite, "terminate", tokens, 60)
+    drained, pushes, result = collect(suite, "terminate", 60)
     relay.terminate()
     latencies = pickup_latencies([writer], pushes)
-    result = check_delivery(suite, "terminate", tokens, pushes)
     result.update(writes=len(writer.committed), connections_terminated=terminated, drained_after_s=drained,
                   pickup_ms={p: pct(latencies, p) for p in (50, 90, 99)}, relay_kept_running=relay.process.returncode == 0)
     result["pass"] = nothing_lost(result, drained) and pct(latencies, 99) <= 2000
@@ -394,14 +392,13 @@ def scenario_endpoint(suite, quick):
     writer = Writer(suite, "endpoint", list(tokens), rate, seconds)
     writer.start()
     writer.join()
-    drained, pushes = collect(suite, "endpoint", tokens, 120)
+    drained, pushes, result = collect(suite, "endpoint", 120)
     suite.set_faults()
     relay.terminate()
     after = suite.responses()
     answered = {k: after.get(k, 0) - before.get(k, 0) for k in after}
     requests = sum(answered.values())
     checked, violations, gaps, ratios = retry_gaps(suite, "endpoint")
-    result = check_delivery(suite, "endpoint", tokens, pushes)
     result.update(writes=len(writer.committed), responses=answered, requests_per_accepted_push=requests / max(len(pushes), 1),
                   retries_checked=checked, retries_sooner_than_policy=violations, drained_after_s=drained,
                   retry_gap_s={"min": min(gaps, default=0), "p50": pct(gaps, 50), "max": max(gaps, default=0)},
@@ -429,11 +426,10 @@ def scenario_two_relays(suite, quick):
     for w in writers:
         w.stop_now = True
         w.join()
-    drained, pushes = collect(suite, "tworelays", tokens, 180)
+    drained, pushes, result = collect(suite, "tworelays", 180)
     shares = [r.sent_total() for r in relays]
     for r in relays:
         r.terminate()
-    result = check_delivery(suite, "tworelays", tokens, pushes)
     writes = sum(len(w.committed) for w in writers)
     result.update(writes=writes, sent_by_relay=shares, drained_after_s=drained)
     smaller = min(shares) / max(sum(shares), 1)
@@ -447,7 +443,7 @@ def scenario_two_relays(suite, quick):
 
 def scenario_sigterm(suite, quick):
     """SIGTERM under load: drains in ≤ 10 s, nothing left leased; the next relay delivers the rest."""
-    tokens = suite.create_database("sigterm", 5000 if quick else 20000)
+    suite.create_database("sigterm", 5000 if quick else 20000)
     suite.set_faults(delayMilliseconds=200)  # keep batches in flight when the signal lands
     relay = Relay(suite, "sigterm")
     suite.query("sigterm", "UPDATE activity_registration SET content_state = jsonb_build_object('n', 1)")
@@ -461,9 +457,8 @@ def scenario_sigterm(suite, quick):
         conn.rollback()
     suite.set_faults()
     relay = Relay(suite, "sigterm", name="relay-2")
-    drained, pushes = collect(suite, "sigterm", tokens, 120)
+    drained, pushes, result = collect(suite, "sigterm", 120)
     relay.terminate()
-    result = check_delivery(suite, "sigterm", tokens, pushes)
     result.update(exit_seconds=exit_seconds, exit_code=code, relay_sessions_left=sessions, rows_waiting=waiting,
                   rows_free=free, drained_after_s=drained)
     result["pass"] = nothing_lost(result, drained) and exit_seconds <= 10 and code == 0 and sessions == 0 and free == waiting
@@ -503,10 +498,9 @@ def scenario_idle_transaction(suite, quick):
         sample()
         time.sleep(1)
     writer.join()
-    drained, pushes = collect(suite, "idletx", tokens, 120)
+    drained, pushes, result = collect(suite, "idletx", 120)
     relay.terminate()
     committed = writer.committed
-    latencies = pickup_latencies([writer], pushes)
 
     def window(start, end):
         firsts = {}
@@ -526,7 +520,6 @@ def scenario_idle_transaction(suite, quick):
         if t >= released and rows < BATCH_SIZE and all(r < BATCH_SIZE for tt, r in depth if tt >= t):
             recovered_at = t - released
             break
-    result = check_delivery(suite, "idletx", tokens, pushes)
     result.update(writes=len(committed), hold_s=hold, phases=phases, max_queue_while_held=max((r for t, r in depth
                   if held <= t < released), default=0), recovered_after_release_s=recovered_at, drained_after_s=drained)
     result["pass"] = (nothing_lost(result, drained) and recovered_at is not None and recovered_at <= 60

@@ -47,11 +47,6 @@ public final class APNsClient: Sendable {
         return results
     }
 
-    /// Sends one push; throws only when no answer came (connection or deadline).
-    public func send(_ push: PushRequest, providerToken: String) async throws -> APNsResponse {
-        try await send([push], providerToken: providerToken)[0].get()
-    }
-
     /// Closes the connections.
     public func shutdown() async throws {
         try await pool.shutdown()

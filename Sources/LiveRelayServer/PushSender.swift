@@ -26,16 +26,8 @@ public struct PushSender: Sendable {
 
     /// Sends all pushes at once (one HTTP/2 flush per connection) and returns results in the same order.
     public func sendAll(_ pushes: [DeliveryPlanner.Push]) async -> [Result] {
-        await sendAll(requests: pushes.map(\.request))
-    }
-
-    /// Sends one push, following APNs' answers as described above.
-    public func send(_ request: PushRequest) async -> Result {
-        await sendAll(requests: [request])[0]
-    }
-
-    private func sendAll(requests: [PushRequest]) async -> [Result] {
-        guard !requests.isEmpty else { return [] }
+        guard !pushes.isEmpty else { return [] }
+        let requests = pushes.map(\.request)
         var token: String
         do {
             token = try client.tokens.token()

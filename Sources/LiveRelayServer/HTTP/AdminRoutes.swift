@@ -42,16 +42,10 @@ struct AdminRoutes: Sendable {
             guard let own = caller.deviceUUID, device == own else { throw APIError.forbidden("a device token reads only its own row (device_uuid=eq.<its uuid>)") }
         }
         let filter = device
-        let rows = try await database.withConnection { connection in
-            var rows: [JSONValue] = []
-            for try await text in try await connection.query("""
-                SELECT json_build_object('device_uuid', device_uuid, 'message', message, 'updated_at', updated_at, 'updated_by', updated_by)::text
-                FROM device_live_activity_message WHERE \(filter)::uuid IS NULL OR device_uuid = \(filter) ORDER BY device_uuid LIMIT 1000
-                """, logger: database.logger).decode(String.self) {
-                rows.append(try JSONValue(parsing: text))
-            }
-            return rows
-        }
+        let rows = try await database.rows("""
+            SELECT json_build_object('device_uuid', device_uuid, 'message', message, 'updated_at', updated_at, 'updated_by', updated_by)::text
+            FROM device_live_activity_message WHERE \(filter)::uuid IS NULL OR device_uuid = \(filter) ORDER BY device_uuid LIMIT 1000
+            """, as: String.self).map { try JSONValue(parsing: $0) }
         return Response(status: .ok, headers: [.contentType: "application/json"],
                         body: .init(byteBuffer: ByteBuffer(bytes: JSONValue.array(rows).compactBytes)))
     }
@@ -84,19 +78,17 @@ struct AdminRoutes: Sendable {
         let merge = request.headers[HTTPField.Name("Prefer")!]?.contains("resolution=merge-duplicates") ?? false
         let ids = devices, texts = messages, by = authors
         // A duplicate without merge (409) or a message too large for a push (400) is refused by the database.
-        _ = try await database.withConnection { connection in
-            if merge {
-                try await connection.query("""
-                    INSERT INTO device_live_activity_message (device_uuid, message, updated_by)
-                    SELECT * FROM unnest(\(ids)::uuid[], \(texts)::text[], \(by)::text[])
-                    ON CONFLICT (device_uuid) DO UPDATE SET message = excluded.message, updated_by = excluded.updated_by
-                    """, logger: database.logger)
-            } else {
-                try await connection.query("""
-                    INSERT INTO device_live_activity_message (device_uuid, message, updated_by)
-                    SELECT * FROM unnest(\(ids)::uuid[], \(texts)::text[], \(by)::text[])
-                    """, logger: database.logger)
-            }
+        if merge {
+            try await database.execute("""
+                INSERT INTO device_live_activity_message (device_uuid, message, updated_by)
+                SELECT * FROM unnest(\(ids)::uuid[], \(texts)::text[], \(by)::text[])
+                ON CONFLICT (device_uuid) DO UPDATE SET message = excluded.message, updated_by = excluded.updated_by
+                """)
+        } else {
+            try await database.execute("""
+                INSERT INTO device_live_activity_message (device_uuid, message, updated_by)
+                SELECT * FROM unnest(\(ids)::uuid[], \(texts)::text[], \(by)::text[])
+                """)
         }
         return Response(status: .created, headers: [.contentType: "application/json"],
                         body: .init(byteBuffer: ByteBuffer(string: #"{"ok":true}"#)))

@@ -36,15 +36,13 @@ struct RelayRoutes: Sendable {
         let bundle = try bundleID(body)
         let environment = (try body.optionalEnvironment("apnsEnv") ?? .production).rawValue
         let startToken = try body.optionalString("pushToStartToken", maxLength: 512)
-        try await database.withConnection { connection in
-            try await connection.query("""
-                INSERT INTO device_registration (secret_hash, device_token, bundle_id, apns_env, push_to_start_token)
-                VALUES (\(hash), \(token), \(bundle), \(environment), \(startToken))
-                ON CONFLICT (secret_hash, device_token) DO UPDATE
-                SET bundle_id = excluded.bundle_id, apns_env = excluded.apns_env,
-                    push_to_start_token = coalesce(excluded.push_to_start_token, device_registration.push_to_start_token)
-                """, logger: database.logger)
-        }
+        try await database.execute("""
+            INSERT INTO device_registration (secret_hash, device_token, bundle_id, apns_env, push_to_start_token)
+            VALUES (\(hash), \(token), \(bundle), \(environment), \(startToken))
+            ON CONFLICT (secret_hash, device_token) DO UPDATE
+            SET bundle_id = excluded.bundle_id, apns_env = excluded.apns_env,
+                push_to_start_token = coalesce(excluded.push_to_start_token, device_registration.push_to_start_token)
+            """)
         return Self.ok
     }
 
@@ -52,10 +50,7 @@ struct RelayRoutes: Sendable {
         let body = try await JSONBody.read(request)
         let hash = secretHash(try body.string("secret"))
         let token = try body.string("deviceToken", maxLength: 512)
-        try await database.withConnection { connection in
-            try await connection.query(
-                "DELETE FROM device_registration WHERE secret_hash = \(hash) AND device_token = \(token)", logger: database.logger)
-        }
+        try await database.execute("DELETE FROM device_registration WHERE secret_hash = \(hash) AND device_token = \(token)")
         return Self.ok
     }
 
@@ -66,15 +61,13 @@ struct RelayRoutes: Sendable {
         let token = try body.string("activityToken", maxLength: 512)
         let bundle = try bundleID(body)
         let environment = (try body.optionalEnvironment("apnsEnv") ?? .production).rawValue
-        try await database.withConnection { connection in
-            try await connection.query("""
-                INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env, status)
-                VALUES (\(hash), \(session), \(token), \(bundle), \(environment), 'active')
-                ON CONFLICT (secret_hash, session_id) DO UPDATE
-                SET activity_token = excluded.activity_token, bundle_id = excluded.bundle_id, apns_env = excluded.apns_env,
-                    status = 'active'
-                """, logger: database.logger)
-        }
+        try await database.execute("""
+            INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env, status)
+            VALUES (\(hash), \(session), \(token), \(bundle), \(environment), 'active')
+            ON CONFLICT (secret_hash, session_id) DO UPDATE
+            SET activity_token = excluded.activity_token, bundle_id = excluded.bundle_id, apns_env = excluded.apns_env,
+                status = 'active'
+            """)
         return Self.ok
     }
 
@@ -82,10 +75,7 @@ struct RelayRoutes: Sendable {
         let body = try await JSONBody.read(request)
         let hash = secretHash(try body.string("secret"))
         let session = try body.string("sessionID", maxLength: 255)
-        try await database.withConnection { connection in
-            try await connection.query(
-                "DELETE FROM activity_registration WHERE secret_hash = \(hash) AND session_id = \(session)", logger: database.logger)
-        }
+        try await database.execute("DELETE FROM activity_registration WHERE secret_hash = \(hash) AND session_id = \(session)")
         return Self.ok
     }
 

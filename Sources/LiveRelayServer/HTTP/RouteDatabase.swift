@@ -25,6 +25,11 @@ struct RouteDatabase: Sendable {
         }
     }
 
+    /// Runs one statement whose rows, if any, are not needed.
+    func execute(_ query: PostgresQuery) async throws {
+        _ = try await withConnection { connection in try await connection.query(query, logger: logger) }
+    }
+
     /// Decodes all rows of a query.
     func rows<Row: Sendable>(_ query: PostgresQuery, as type: Row.Type) async throws -> [Row] where Row: PostgresDecodable {
         try await withConnection { connection in
