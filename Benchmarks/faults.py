@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import random
+import selectors
 import shutil
 import signal
 import socket
@@ -91,6 +92,7 @@ class Suite(Stack):
         self.sim_port = free_port()
         self.sim = None
         self.sim_seen = 0
+        self.apns_ids = {}  # (token, n) → apns-id of every copy the simulator accepted
 
     # The simulator ----------------------------------------------------------------------------------------------
     def start_simulator(self):
@@ -129,6 +131,7 @@ class Suite(Stack):
             self.sim_seen = max(self.sim_seen, push["sequence"])
             state = push["payload"].get("aps", {}).get("content-state", {})
             out.append((push["sequence"], push["token"], state.get("n"), push["receivedAt"]))
+            self.apns_ids.setdefault((push["token"], state.get("n")), []).append(push["apnsID"])
         return out
 
     def responses(self):
@@ -241,9 +244,31 @@ def check_delivery(suite, database, pushes):
     for _, token, n, _ in pushes:
         copies[(token, n)] = copies.get((token, n), 0) + 1
     duplicates = sum(c - 1 for c in copies.values() if c > 1)
+    causes = duplicate_causes(suite, database, [key for key, count in copies.items() if count > 1]) if duplicates else {}
     return {"activities_written": sum(1 for n in final.values() if n != 0), "final_states_lost": len(lost),
             "order_violations": len(out_of_order), "order_violation_examples": examples, "duplicate_pushes": duplicates,
-            "pushes": len(pushes)}
+            "duplicate_causes": causes, "pushes": len(pushes)}
+
+
+def duplicate_causes(suite, database, keys):
+    """Says which mechanism sent each duplicated state twice, from the simulator's apns-ids and the delivery log:
+    - `retried after no answer`: one outbox row's push was accepted but its answer never reached the relay (deadline
+      or dropped connection), so it was retried: the log has a `retrying` row with that apns-id;
+    - `batch rolled back after sending`: the same apns-id with no outcome logged before the resend: the batch that
+      sent it ended without committing;
+    - `sent from two outbox rows`: different apns-ids carried one state: two batches both found it not yet sent."""
+    causes = {}
+    for key in keys:
+        ids = suite.apns_ids.get(key, [])
+        if len(set(ids)) > 1:
+            cause = "sent from two outbox rows"
+        else:
+            rows = suite.query(database, "SELECT status, error FROM delivery_log WHERE apns_id = %s::uuid "
+                               "AND status = 'retrying' ORDER BY id LIMIT 1", (ids[0],)) if ids else []
+            cause = (f"retried after no answer ({rows[0][1].split(';')[0][:80]})" if rows
+                     else "batch rolled back after sending")
+        causes[cause] = causes.get(cause, 0) + 1
+    return causes
 
 
 def nothing_lost(result, drained):
@@ -435,20 +460,101 @@ def scenario_two_relays(suite, quick):
     smaller = min(shares) / max(sum(shares), 1)
     result["pass"] = (nothing_lost(result, drained)
                       and result["duplicate_pushes"] == 0 and smaller >= 0.1)
-    result["summary"] = (f"{writes} updates: {result['pushes']} pushes, {result['duplicate_pushes']} duplicates, "
+    causes = "; ".join(f"{count} {cause}" for cause, count in result["duplicate_causes"].items())
+    result["summary"] = (f"{writes} updates: {result['pushes']} pushes, {result['duplicate_pushes']} duplicates"
+                         f"{f' ({causes})' if causes else ''}, "
                          f"{result['order_violations']} order violations, {result['final_states_lost']} final states lost; "
                          f"sent by relay A/B: {shares[0]:.0f}/{shares[1]:.0f}")
     return result
 
 
+class OpenConnections:
+    """Raw HTTP/1.1 connections held open across a SIGTERM, read without blocking: SSE streams, idle keep-alive
+    connections, and streams whose client vanished."""
+
+    FAREWELL = b": the relay is shutting down"
+
+    def __init__(self, port):
+        self.port, self.selector, self.state = port, selectors.DefaultSelector(), {}
+
+    def open(self, kind, request):
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        sock.sendall(request.encode())
+        sock.setblocking(False)
+        self.state[sock] = {"kind": kind, "data": bytearray(), "eof": False}
+        self.selector.register(sock, selectors.EVENT_READ)
+        return sock
+
+    def sse(self, channel):
+        return self.open("sse", f"GET /v1/stream?channel={channel} HTTP/1.1\r\nHost: relay\r\n"
+                                f"Authorization: Bearer {ADMIN_TOKEN}\r\nAccept: text/event-stream\r\n\r\n")
+
+    def keep_alive(self):
+        return self.open("keep-alive", "GET /health HTTP/1.1\r\nHost: relay\r\n\r\n")
+
+    def pump(self, timeout, done):
+        """Reads whatever arrives until done() or timeout; returns whether done() held."""
+        deadline = time.time() + timeout
+        while not done() and time.time() < deadline:
+            for key, _ in self.selector.select(timeout=0.1):
+                entry = self.state[key.fileobj]
+                try:
+                    chunk = key.fileobj.recv(65536)
+                except (BlockingIOError, InterruptedError):
+                    continue
+                except OSError:
+                    chunk = b""
+                if chunk:
+                    entry["data"] += chunk
+                else:
+                    entry["eof"] = True
+                    self.selector.unregister(key.fileobj)
+        return done()
+
+    def of(self, kind):
+        return [entry for entry in self.state.values() if entry["kind"] == kind]
+
+    def vanish(self, sock):
+        """The client goes away without a word (its process died): the socket is closed, never read again."""
+        self.selector.unregister(sock)
+        del self.state[sock]
+        sock.close()
+
+    def close(self):
+        for sock in list(self.state):
+            sock.close()
+
+
 def scenario_sigterm(suite, quick):
-    """SIGTERM under load: drains in ≤ 10 s, nothing left leased; the next relay delivers the rest."""
+    """SIGTERM under load with 200 open SSE streams, 50 idle keep-alive connections, 20 streams whose client vanished
+    and 50 just-closed connections: exits 0 in ≤ 10 s, every stream ends with a last comment, every connection is
+    closed, nothing is left leased; the next relay delivers the rest."""
     suite.create_database("sigterm", 5000 if quick else 20000)
     suite.set_faults(delayMilliseconds=200)  # keep batches in flight when the signal lands
     relay = Relay(suite, "sigterm")
+    connections = OpenConnections(relay.port)
+    streams, keep_alive, vanished = 200, 50, 20
+    for i in range(streams + vanished):
+        connections.sse(f"session:a{i + 1}")
+    for _ in range(keep_alive):
+        connections.keep_alive()
+    connected = connections.pump(20, lambda: all(b": connected" in e["data"] for e in connections.of("sse"))
+                                 and all(b'"ok":true' in e["data"] for e in connections.of("keep-alive")))
+    for sock in [s for s, e in connections.state.items() if e["kind"] == "sse"][:vanished]:
+        connections.vanish(sock)
+    for i in range(50):  # registrations, each on its own connection that the client closes after the answer
+        body = json.dumps({"secret": "sigterm", "sessionID": f"sigterm-{i}", "activityToken": f"{i:064x}",
+                           "bundleId": "dev.liverelay.faults"}).encode()
+        request = urllib.request.Request(f"http://127.0.0.1:{relay.port}/v1/activity/register", data=body,
+                                         headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=10).read()
     suite.query("sigterm", "UPDATE activity_registration SET content_state = jsonb_build_object('n', 1)")
     time.sleep(1.5 if quick else 3)
     exit_seconds, code = relay.terminate()
+    connections.pump(5, lambda: all(e["eof"] for e in connections.state.values()))
+    farewells = sum(1 for e in connections.of("sse") if OpenConnections.FAREWELL in e["data"] and e["eof"])
+    closed = sum(1 for e in connections.of("keep-alive") if e["eof"])
+    connections.close()
     sessions = suite.query("sigterm", "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'liverelay%%'")[0][0]
     waiting = suite.query("sigterm", "SELECT count(*) FROM delivery_outbox")[0][0]
     # Every row left is free: a new claimer can lock all of them at once.
@@ -460,9 +566,14 @@ def scenario_sigterm(suite, quick):
     drained, pushes, result = collect(suite, "sigterm", 120)
     relay.terminate()
     result.update(exit_seconds=exit_seconds, exit_code=code, relay_sessions_left=sessions, rows_waiting=waiting,
-                  rows_free=free, drained_after_s=drained)
-    result["pass"] = nothing_lost(result, drained) and exit_seconds <= 10 and code == 0 and sessions == 0 and free == waiting
-    result["summary"] = (f"exited {exit_seconds:.2f} s after SIGTERM (code {code}; bound 10 s) with {waiting} rows still "
+                  rows_free=free, drained_after_s=drained, clients_connected=connected,
+                  streams_closed_with_farewell=farewells, streams=streams, keep_alive_closed=closed,
+                  keep_alive=keep_alive)
+    result["pass"] = (nothing_lost(result, drained) and exit_seconds <= 10 and code == 0 and sessions == 0
+                      and free == waiting and connected and farewells == streams and closed == keep_alive)
+    result["summary"] = (f"{streams} SSE streams ({farewells} ended with a last comment), {keep_alive} idle keep-alive "
+                         f"connections ({closed} closed), {vanished} vanished clients; "
+                         f"exited {exit_seconds:.2f} s after SIGTERM (code {code}; bound 10 s) with {waiting} rows still "
                          f"to send, {free} of them free to claim, {sessions} relay sessions left; the next relay delivered "
                          f"them: {result['final_states_lost']} final states lost")
     return result

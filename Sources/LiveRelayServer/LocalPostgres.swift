@@ -26,7 +26,8 @@ public struct LocalPostgres: Sendable {
     public var isInitialized: Bool { FileManager.default.fileExists(atPath: dataDirectory + "/PG_VERSION") }
 
     /// Creates the cluster (trust authentication on loopback only) unless it exists.
-    public func initializeIfNeeded(durable: Bool = true) throws {
+    /// - Parameter maxConnections: sessions the cluster accepts (a relay uses up to 15; tests run many at once).
+    public func initializeIfNeeded(durable: Bool = true, maxConnections: Int = 200) throws {
         guard !isInitialized else { return }
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         try handOverToServerUser(dataDirectory)
@@ -37,7 +38,7 @@ public struct LocalPostgres: Sendable {
             # liverelay
             listen_addresses = '127.0.0.1'
             unix_socket_directories = ''
-            max_connections = 200
+            max_connections = \(maxConnections)
             """
         if !durable { settings += "\nfsync = off\nfull_page_writes = off\n" }
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dataDirectory + "/postgresql.conf"))

@@ -84,6 +84,9 @@ public struct RelayServer: Sendable {
         }
     }
 
+    /// How long SIGTERM may take before what is left is cancelled.
+    public static let gracefulShutdownBudget = Duration.seconds(8)
+
     /// Runs until cancelled or until SIGTERM/SIGINT, then drains in-flight batches and stops.
     /// - Parameter onReady: called with the HTTP port once the server listens.
     public func run(handleSignals: Bool = true, onReady: (@Sendable (Int) async -> Void)? = nil) async throws {
@@ -122,11 +125,18 @@ public struct RelayServer: Sendable {
         var services: [any Service] = [pool, listener, hub]
         services += workers
         services.append(app)
-        let group = ServiceGroup(configuration: .init(
+        var groupConfiguration = ServiceGroupConfiguration(
             services: services.map { .init(service: $0) },
             gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
             cancellationSignals: [],
-            logger: logger))
+            logger: logger)
+        // Graceful shutdown stops in reverse order: the HTTP server (open streams end themselves, idle connections
+        // close, requests in flight finish), then the workers (their batches finish), the hub, the listener, the
+        // pool. Whatever still runs after that budget is cancelled, which rolls its batch back: the process always
+        // ends within the 10 s a container engine allows before SIGKILL.
+        groupConfiguration.maximumGracefulShutdownDuration = Self.gracefulShutdownBudget
+        groupConfiguration.maximumCancellationDuration = .seconds(1)
+        let group = ServiceGroup(configuration: groupConfiguration)
         do {
             try await group.run()
         } catch {

@@ -24,7 +24,47 @@ final class RelayProcess: @unchecked Sendable {
         return status
     }
 
+    /// Sends SIGTERM and waits up to `limit` for the process to end; returns its exit status (nil when it was still
+    /// running at the limit and had to be killed) and how long it took.
+    func terminate(within limit: Duration) async throws -> (status: Int32?, elapsed: Duration) {
+        let clock = ContinuousClock()
+        let started = clock.now
+        kill(pid, SIGTERM)
+        while clock.now - started < limit {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+                exitStatus = code
+                return (code, clock.now - started)
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        stop(signal: SIGKILL)
+        return (nil, clock.now - started)
+    }
+
+    /// `liverelay serve` for the harness on a port of its own, once `/ready` answers 200.
+    static func serve(_ harness: Harness, environment extra: [String: String] = [:]) async throws -> (RelayProcess, Int) {
+        let port = try RawConnection.freePort()
+        var environment = ProcessInfo.processInfo.environment.merging(harness.relayEnvironment) { $1 }
+        environment["LIVERELAY_SQL_DIR"] = Harness.projectRoot.path
+        environment["PORT"] = String(port)
+        environment.merge(extra) { $1 }
+        let relay = try RelayProcess(arguments: ["serve"], environment: environment)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            if let reply = try? await RelayHTTP(port: port).request(.GET, "/ready"), reply.status == 200 { return (relay, port) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        relay.stop(signal: SIGKILL)
+        throw RawConnection.Failure(description: "the relay did not become ready: \(relay.output)")
+    }
+
     var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
-    deinit { try? FileManager.default.removeItem(atPath: logPath) }
+    deinit {
+        // A test that failed or timed out must not leave a relay running against the shared cluster.
+        if exitStatus == nil { stop(signal: SIGKILL) }
+        try? FileManager.default.removeItem(atPath: logPath)
+    }
 }

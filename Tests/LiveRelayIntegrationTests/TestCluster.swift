@@ -22,7 +22,8 @@ enum TestCluster {
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: base)
         let postgres = try LocalPostgres(dataDirectory: "\(base)/\(name)-\(UUID().uuidString.prefix(8))", port: LocalPostgres.freePort())
-        try postgres.initializeIfNeeded(durable: false)
+        // Tests run in parallel and several start relay processes of their own (up to 15 sessions each).
+        try postgres.initializeIfNeeded(durable: false, maxConnections: 600)
         try postgres.start()
         lock.withLock {
             if clusters.isEmpty { atexit { TestCluster.stopAll() } }

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import LiveRelayCore
 import NIOCore
+import ServiceLifecycle
 
 /// `GET /v1/stream?channel=device:<uuid>&channel=session:<id>`: Server-Sent Events from the broadcast log,
 /// resumable with `Last-Event-ID`, with a heartbeat comment at least every 15 seconds.
@@ -39,17 +40,29 @@ struct StreamRoutes: Sendable {
         ]
         return Response(status: .ok, headers: headers, body: ResponseBody { writer in
             defer { hub.unsubscribe(id) }
-            try await writer.write(ByteBuffer(string: "retry: 2000\n: connected\n\n"))
-            for event in backlog { try await writer.write(Self.frame(event)) }
-            for await item in stream {
-                switch item {
-                case .event(let event): try await writer.write(Self.frame(event))
-                case .heartbeat: try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
+            // The server waits for every response to end before it stops, so on graceful shutdown an open stream
+            // ends itself: its subscription is finished, which ends the loop below.
+            try await withGracefulShutdownHandler {
+                try await writer.write(ByteBuffer(string: "retry: 2000\n: connected\n\n"))
+                for event in backlog { try await writer.write(Self.frame(event)) }
+                for await item in stream {
+                    switch item {
+                    case .event(let event): try await writer.write(Self.frame(event))
+                    case .heartbeat: try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
+                    }
                 }
+            } onGracefulShutdown: {
+                hub.unsubscribe(id)
             }
+            // A last comment when the relay is stopping: the client reconnects (to another instance, or to this one
+            // restarted) with Last-Event-ID and misses nothing.
+            if Task.isShuttingDownGracefully { try await writer.write(Self.farewell) }
             try await writer.finish(nil)
         })
     }
+
+    /// The comment a stream ends with when the relay shuts down.
+    static let farewell = ByteBuffer(string: ": the relay is shutting down; reconnect with Last-Event-ID\n\n")
 
     static func frame(_ event: BroadcastEvent) -> ByteBuffer {
         ByteBuffer(string: "id: \(event.sequence)\nevent: \(event.name)\ndata: \(event.data)\n\n")
