@@ -1,5 +1,6 @@
-# LiveRelay image: `liverelay serve` by default; `liverelay apns-sim` and `liverelay migrate` are in it too.
-FROM swift:6.1-bookworm AS build
+# LiveRelay image: `liverelay serve` by default; `liverelay apns-sim`, `migrate` and `health` are in it too.
+# Built with the toolchain the project is developed and tested with (Swift 6.3; see README).
+FROM swift:6.3-bookworm AS build
 WORKDIR /src
 COPY Package.swift ./
 COPY Sources ./Sources
@@ -17,6 +18,9 @@ COPY openapi.json ./openapi.json
 ENV HOST=0.0.0.0 PORT=8787 LIVERELAY_SQL_DIR=/app
 USER liverelay
 EXPOSE 8787
-HEALTHCHECK --interval=10s --timeout=3s CMD ["/bin/sh", "-c", "exec 3<>/dev/tcp/127.0.0.1/${PORT} || exit 1"]
+# `liverelay health` asks GET /ready on $PORT (exit 0 on 200): the slim image has no shell tool that opens a socket.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=3 CMD ["liverelay", "health"]
+# SIGTERM drains and exits within 10 s (Docker's default stop timeout).
+STOPSIGNAL SIGTERM
 ENTRYPOINT ["liverelay"]
 CMD ["serve"]

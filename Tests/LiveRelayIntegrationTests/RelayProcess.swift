@@ -24,6 +24,14 @@ final class RelayProcess: @unchecked Sendable {
         return status
     }
 
+    /// Waits for a process that ends by itself (a command, not `serve`); returns its exit status.
+    func waitForExit() -> Int32 {
+        if let status = exitStatus { return status }
+        let status = ChildProcess.wait(pid)
+        exitStatus = status
+        return status
+    }
+
     /// Sends SIGTERM and waits up to `limit` for the process to end; returns its exit status (nil when it was still
     /// running at the limit and had to be killed) and how long it took.
     func terminate(within limit: Duration) async throws -> (status: Int32?, elapsed: Duration) {

@@ -1,0 +1,58 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOSSL
+
+/// `liverelay health`: asks a running relay (or the simulator) whether it is ready; exit 0 only on a 200 answer.
+/// It is what the container's HEALTHCHECK runs: the image has no shell tools to open a TCP connection.
+struct HealthCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "health",
+        abstract: "Check a running relay: exit 0 when GET /ready answers 200, else 1 with the reason.",
+        discussion: """
+            Without --url it asks http://127.0.0.1:$PORT/ready (PORT defaults to 8787; HOST is used unless it is a \
+            wildcard address). For the simulator: --url https://localhost:8443/sim/stats --ca-file <its CA>.
+            """)
+
+    @Option(help: "The URL to GET (default: the relay's /ready from HOST and PORT).") var url: String?
+    @Option(help: "Seconds to wait for the answer.") var timeout: Double = 3
+    @Option(help: "Extra PEM trust roots for an https URL (a simulator's CA).") var caFile: String?
+
+    func run() async throws {
+        let target = url ?? Self.defaultURL(environment: ProcessInfo.processInfo.environment)
+        guard let parsed = URL(string: target), ["http", "https"].contains(parsed.scheme ?? "") else {
+            throw ValidationError("--url must be an http:// or https:// URL, got \(target)")
+        }
+        guard timeout > 0, timeout <= 60 else { throw ValidationError("--timeout must be in (0, 60] seconds") }
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        if let caFile {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.additionalTrustRoots = [.file(caFile)]
+            configuration.tlsConfiguration = tls
+        }
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let status: UInt
+        do {
+            let response = try await client.execute(HTTPClientRequest(url: target), timeout: .milliseconds(Int64(timeout * 1000)))
+            status = response.status.code
+            _ = try? await response.body.collect(upTo: 64 * 1024)
+        } catch {
+            try? await client.shutdown()
+            fail("liverelay health: \(target) did not answer: \(error)")
+        }
+        try? await client.shutdown()
+        guard status == 200 else { fail("liverelay health: \(target) answered \(status)") }
+        print("liverelay health: \(target) answered 200")
+    }
+
+    /// `http://HOST:PORT/ready`, with loopback in place of a wildcard listen address.
+    static func defaultURL(environment: [String: String]) -> String {
+        let port = environment["PORT"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 8787
+        var host = environment["HOST"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        if ["", "0.0.0.0", "::", "[::]"].contains(host) { host = "127.0.0.1" }
+        if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }
+        return "http://\(host):\(port)/ready"
+    }
+}
