@@ -45,12 +45,15 @@ public enum APNsPayload {
         ])])
     }
 
+    /// The sound of alert pushes: the OpenCode app ships `alert.wav` (iOS plays the default sound when an app lacks it).
+    public static let alertSound = "alert.wav"
+
     /// A user-visible alert push; `data` keys sit beside `aps` (as the original OpenCode relay sends them).
     public static func alert(title: String, body: String, data: [String: JSONValue] = [:]) -> JSONValue {
         var root = data
         root["aps"] = .object([
             "alert": .object(["title": .string(title), "body": .string(body)]),
-            "sound": .string("default"),
+            "sound": .string(alertSound),
         ])
         return .object(root)
     }

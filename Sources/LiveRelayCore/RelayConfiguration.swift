@@ -31,7 +31,10 @@ public struct RelayConfiguration: Sendable {
         configuration.port = try reader.integer("PORT", default: 8787, range: 0...65535)
         configuration.adminToken = reader.optional("LIVERELAY_ADMIN_TOKEN")
         if let token = configuration.adminToken, token.count < 16 {
-            throw ConfigurationError(name: "LIVERELAY_ADMIN_TOKEN", problem: "is shorter than 16 characters")
+            throw ConfigurationError(name: "LIVERELAY_ADMIN_TOKEN", problem: """
+                is shorter than 16 characters: it is the only credential of the admin routes, the dashboard and MCP, \
+                so it must not be guessable; make one with `openssl rand -hex 24`
+                """)
         }
         configuration.tokenSecret = reader.optional("LIVERELAY_TOKEN_SECRET")
         let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]

@@ -23,6 +23,19 @@ struct ConfigurationTests {
         #expect(configuration.apns.privateKeyPEM.contains("\n"))
     }
 
+    @Test("a short admin token is refused with why and how to make one")
+    func shortAdminToken() {
+        var environment = valid
+        environment["LIVERELAY_ADMIN_TOKEN"] = "letmein"
+        #expect {
+            try RelayConfiguration.fromEnvironment(environment)
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("LIVERELAY_ADMIN_TOKEN is shorter than 16 characters") && text.contains("openssl rand -hex 24")
+                && !text.contains("\n") && !text.contains("letmein")
+        }
+    }
+
     @Test("a missing or malformed setting names itself", arguments: [
         ("DATABASE_URL", nil, "DATABASE_URL"),
         ("DATABASE_URL", "mysql://x", "DATABASE_URL"),

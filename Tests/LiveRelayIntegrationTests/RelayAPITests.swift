@@ -26,6 +26,7 @@ struct RelayAPITests {
                 #expect(push.aps["alert"] == .object(["title": .string("Fix auth bug"), "body": .string("Done")]))
                 #expect(push.payload.objectValue?["eventType"] == .string("complete"))
                 #expect(push.payload.objectValue?["sessionID"] == .string("ses_1"))
+                #expect(push.aps["sound"] == .string("alert.wav"), "the OpenCode app ships alert.wav")
                 // A secret with no devices: nothing to send.
                 let none = try await api.post("/v1/event", #"{"secret":"other","eventType":"permission","sessionID":"ses_1"}"#)
                 #expect(none["sent"] == .integer(0) && none["failed"] == .integer(0))
@@ -82,6 +83,25 @@ struct RelayAPITests {
         }
     }
 
+    @Test("/health answers ok with the original relay's device and delivery counts")
+    func healthCounts() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let empty = try await api.request(.GET, "/health")
+                #expect(empty.status == 200 && empty["ok"] == .bool(true))
+                #expect(empty["devices"] == .integer(0) && empty["deliveries"] == .integer(0), "\(empty.text)")
+                for _ in 0..<2 {
+                    _ = try await api.post("/v1/device/register", #"{"secret":"health","deviceToken":"\#(randomToken())"}"#)
+                }
+                let event = try await api.post("/v1/event", #"{"secret":"health","eventType":"permission","sessionID":"s"}"#)
+                #expect(event["sent"] == .integer(2))
+                let counted = try await api.request(.GET, "/health")
+                #expect(counted["devices"] == .integer(2) && counted["deliveries"] == .integer(2), "\(counted.text)")
+            }
+        }
+    }
+
     @Test("invalid bodies get 400 naming the field, oversized bodies 413, always JSON")
     func invalidBodies() async throws {
         try await Harness.with { h in
@@ -95,6 +115,8 @@ struct RelayAPITests {
                     ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"explode"}"#, "eventType"),
                     ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"progress","contentState":[1]}"#, "contentState"),
                     ("/v1/event", "not json", "JSON"),
+                    ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"complete","title":""}"#, "title"),
+                    ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"error","body":""}"#, "body"),
                 ]
                 for (path, body, field) in cases {
                     let reply = try await api.post(path, body)
@@ -106,6 +128,9 @@ struct RelayAPITests {
                 let huge = try await api.post("/v1/event", "{\"secret\":\"" + String(repeating: "a", count: 100_000) + "\"}")
                 #expect(huge.status == 413)
                 #expect(huge["ok"] == .bool(false), "\(huge.text)")
+                // An unknown route answers like every other error, as the original relay does.
+                let unknown = try await api.request(.GET, "/v1/nothing-here")
+                #expect(unknown.status == 404 && unknown.text == #"{"error":"Not found","ok":false}"#, "\(unknown.text)")
             }
         }
     }

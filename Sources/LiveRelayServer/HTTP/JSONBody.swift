@@ -40,6 +40,26 @@ struct JSONBody: Sendable {
         }
     }
 
+    /// A required string a client may send under either of two names (`token` or `pushToken`): both may be given
+    /// only with the same value.
+    func string(_ name: String, or alias: String, maxLength: Int = 4096) throws -> String {
+        let first = try optionalString(name, maxLength: maxLength)
+        let second = try optionalString(alias, maxLength: maxLength)
+        switch (first, second) {
+        case (let value?, nil), (nil, let value?): return value
+        case (let value?, let other?) where value == other: return value
+        case (_?, _?): throw APIError.badRequest("\(name) and \(alias) differ: give one of them")
+        case (nil, nil): throw APIError.badRequest("\(name) (or \(alias)) is required")
+        }
+    }
+
+    /// An optional string that, when given, must not be empty (`title` and `body` of an alert: an empty one would
+    /// show a blank notification).
+    func optionalNonEmptyString(_ name: String, maxLength: Int = 4096) throws -> String? {
+        if case .string("")? = members[name] { throw APIError.badRequest("\(name) must not be empty (leave it out for the default)") }
+        return try optionalString(name, maxLength: maxLength)
+    }
+
     func optionalObject(_ name: String) throws -> JSONValue? {
         switch members[name] {
         case nil, .null?: return nil
@@ -91,6 +111,9 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             var response = jsonResponse(.methodNotAllowed, ["ok": .bool(false), "error": .string("\(request.method) is not allowed on \(request.uri.path)")])
             response.headers[.allow] = allowed.joined(separator: ", ")
             return response
+        } catch let error as HTTPError where error.status == .notFound {
+            // No such route: the original relay's exact answer.
+            return jsonResponse(.notFound, ["ok": .bool(false), "error": .string("Not found")])
         } catch let error as HTTPError {
             let message = error.status == .contentTooLarge ? "the body is larger than \(JSONBody.maximumSize) bytes" : (error.body ?? error.status.reasonPhrase)
             return jsonResponse(error.status, ["ok": .bool(false), "error": .string(message)])

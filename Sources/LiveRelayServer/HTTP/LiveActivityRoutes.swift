@@ -53,7 +53,7 @@ struct LiveActivityRoutes: Sendable {
         let body = try await JSONBody.read(request)
         let platform = try body.optionalString("platform", maxLength: 16) ?? "ios"
         guard platform == "ios" || platform == "android" else { throw APIError.badRequest("platform must be ios or android") }
-        let token = try body.string("token", maxLength: 512)
+        let token = try body.string("token", or: "pushToken", maxLength: 512)
         guard let bundle = try body.optionalString("bundleId", maxLength: 255) ?? defaultBundleID else {
             throw APIError.badRequest("bundleId is required (the relay has no APNS_DEFAULT_BUNDLE_ID)")
         }
@@ -164,7 +164,7 @@ struct LiveActivityRoutes: Sendable {
 
     /// `{token}`: ActivityKit rotated the activity's push token.
     func rotate(_ id: UUID, _ request: Request) async throws -> Response {
-        let token = try await JSONBody.read(request).string("token", maxLength: 512)
+        let token = try await JSONBody.read(request).string("token", or: "pushToken", maxLength: 512)
         let text = try await writing { connection in
             try await Self.one(connection, """
                 UPDATE activity_registration SET activity_token = \(token),
