@@ -119,7 +119,7 @@ final class ConnectionPool: @unchecked Sendable {
     private func start(_ pushes: [PushRequest], providerToken: String,
                        promise: EventLoopPromise<[Result<APNsResponse, APNsTransportError>]>) {
         eventLoop.preconditionInEventLoop()
-        let batch = Batch(count: pushes.count, promise: promise)
+        let batch = PushBatch(count: pushes.count, promise: promise)
         let timeout = timeoutSeconds
         batch.timer = eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) {
             batch.expire(after: timeout)
@@ -212,48 +212,5 @@ final class ConnectionPool: @unchecked Sendable {
                     return channel.eventLoop.makeFailedFuture(error)
                 }
             }
-    }
-}
-
-/// The answers of one batch, filled in as they arrive; all on the pool's event loop.
-private final class Batch {
-    private var results: [Result<APNsResponse, APNsTransportError>?]
-    private var remaining: Int
-    private let promise: EventLoopPromise<[Result<APNsResponse, APNsTransportError>]>
-    private var streams: [(APNsConnection, HTTP2StreamID)?]
-    var timer: Scheduled<Void>?
-
-    init(count: Int, promise: EventLoopPromise<[Result<APNsResponse, APNsTransportError>]>) {
-        self.results = Array(repeating: nil, count: count)
-        self.streams = Array(repeating: nil, count: count)
-        self.remaining = count
-        self.promise = promise
-    }
-
-    /// True while a request has no answer yet (not even "timed out": then it must not be sent any more).
-    func isWaiting(_ index: Int) -> Bool { results[index] == nil }
-
-    /// Remembers the stream of a request still waiting for its answer (to reset it at the deadline).
-    func track(_ index: Int, on connection: APNsConnection, streamID: HTTP2StreamID) {
-        if results[index] == nil { streams[index] = (connection, streamID) }
-    }
-
-    func complete(_ index: Int, _ result: Result<APNsResponse, APNsTransportError>) {
-        guard results[index] == nil else { return }
-        results[index] = result
-        remaining -= 1
-        if remaining == 0 {
-            timer?.cancel()
-            streams = Array(repeating: nil, count: streams.count)
-            promise.succeed(results.map { $0! })
-        }
-    }
-
-    /// The deadline passed: requests still open are reset and count as unanswered.
-    func expire(after seconds: Double) {
-        for index in results.indices where results[index] == nil {
-            if let (connection, streamID) = streams[index] { connection.cancel(streamID) }
-            complete(index, .failure(.timedOut(seconds: seconds)))
-        }
     }
 }
