@@ -98,7 +98,11 @@ let package = Package(
         ),
         .testTarget(
             name: "LiveRelayCoreTests",
-            dependencies: ["LiveRelayCore", "LiveRelayAPNs"]
+            dependencies: [
+                "LiveRelayCore", "LiveRelayAPNs",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ]
         ),
         .testTarget(
             name: "LiveRelayIntegrationTests",

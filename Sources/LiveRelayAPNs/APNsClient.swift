@@ -8,8 +8,8 @@ import NIOPosix
 import NIOSSL
 
 /// Sends pushes to APNs over long-lived HTTP/2 connections (TLS with ALPN `h2`): one connection per APNs host,
-/// made on first use and replaced after GOAWAY or a close. A batch of pushes goes out in one flush, and the whole
-/// batch shares one deadline.
+/// made on first use and replaced after GOAWAY or a close. A batch of pushes goes out in one flush and waits for its
+/// answers while APNs keeps answering (see `PushBatch`).
 public final class APNsClient: Sendable {
     private let pool: ConnectionPool
     public let tokens: ProviderTokenSource
@@ -27,7 +27,8 @@ public final class APNsClient: Sendable {
         })
         self.pool = ConnectionPool(
             eventLoop: eventLoop ?? MultiThreadedEventLoopGroup.singleton.next(), sslContext: try NIOSSLContext(configuration: tls),
-            origins: origins, timeoutSeconds: configuration.requestTimeoutSeconds)
+            origins: origins,
+            limits: .init(silenceSeconds: configuration.requestTimeoutSeconds, batchSeconds: configuration.batchLimitSeconds))
         self.tokens = tokens
     }
 
@@ -87,15 +88,15 @@ final class ConnectionPool: @unchecked Sendable {
     let eventLoop: any EventLoop
     private let sslContext: NIOSSLContext
     private let origins: [APNsEnvironment: Origin]
-    private let timeoutSeconds: Double
+    private let limits: PushBatch.Limits
     /// Touched only on `eventLoop`.
     private var slots: [Origin: Slot] = [:]
 
-    init(eventLoop: any EventLoop, sslContext: NIOSSLContext, origins: [APNsEnvironment: Origin], timeoutSeconds: Double) {
+    init(eventLoop: any EventLoop, sslContext: NIOSSLContext, origins: [APNsEnvironment: Origin], limits: PushBatch.Limits) {
         self.eventLoop = eventLoop
         self.sslContext = sslContext
         self.origins = origins
-        self.timeoutSeconds = timeoutSeconds
+        self.limits = limits
     }
 
     func send(_ pushes: [PushRequest], providerToken: String) async -> [Result<APNsResponse, APNsTransportError>] {
@@ -119,11 +120,8 @@ final class ConnectionPool: @unchecked Sendable {
     private func start(_ pushes: [PushRequest], providerToken: String,
                        promise: EventLoopPromise<[Result<APNsResponse, APNsTransportError>]>) {
         eventLoop.preconditionInEventLoop()
-        let batch = PushBatch(count: pushes.count, promise: promise)
-        let timeout = timeoutSeconds
-        batch.timer = eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(Int64(timeout * 1e9))) {
-            batch.expire(after: timeout)
-        }
+        let batch = PushBatch(count: pushes.count, limits: limits, eventLoop: eventLoop, promise: promise)
+        batch.startTimer()
         var byEnvironment: [APNsEnvironment: [Int]] = [:]
         for (index, push) in pushes.enumerated() { byEnvironment[push.environment, default: []].append(index) }
         for (environment, indices) in byEnvironment {

@@ -15,7 +15,7 @@ public enum APNsTransportError: Error, Sendable, CustomStringConvertible {
     case notProcessed(String)
     /// APNs reset the stream.
     case streamReset(String)
-    /// No answer within the request deadline.
+    /// APNs answered none of the batch's requests for this long (or the batch reached its overall limit).
     case timedOut(seconds: Double)
     /// The answer broke HTTP/2 or was not one APNs gives.
     case protocolError(String)
@@ -32,7 +32,7 @@ public enum APNsTransportError: Error, Sendable, CustomStringConvertible {
         case .connectionClosed: return "the connection closed before APNs answered"
         case .notProcessed(let why): return "not processed by APNs (\(why))"
         case .streamReset(let code): return "APNs reset the stream (\(code))"
-        case .timedOut(let seconds): return "no answer within \(seconds) s"
+        case .timedOut(let seconds): return "no answer from APNs for \(seconds) s"
         case .protocolError(let why): return "HTTP/2 error: \(why)"
         }
     }

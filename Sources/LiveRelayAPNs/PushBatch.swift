@@ -3,18 +3,55 @@ import NIOCore
 import NIOHTTP2
 
 /// The answers of one batch, filled in as they arrive; all on the pool's event loop.
+///
+/// The batch gives up on its open requests only when APNs has answered none of them for `silenceSeconds` (the
+/// connection or the server is stuck), or after `batchSeconds` in all. A fixed deadline per request was wrong: a
+/// server working through hundreds of requests on a loaded machine answers the last ones late, and a request given up
+/// on after APNs accepted it is sent again (the fault suite saw 608 such duplicates under CPU load).
 final class PushBatch {
+    struct Limits: Sendable {
+        var silenceSeconds: Double
+        var batchSeconds: Double
+    }
+
     private var results: [Result<APNsResponse, APNsTransportError>?]
     private var remaining: Int
     private let promise: EventLoopPromise<[Result<APNsResponse, APNsTransportError>]>
     private var streams: [(APNsConnection, HTTP2StreamID)?]
-    var timer: Scheduled<Void>?
+    private let limits: Limits
+    /// Time comes from the loop (a test's embedded loop moves it by hand).
+    private let eventLoop: any EventLoop
+    private let started: NIODeadline
+    private var lastAnswer: NIODeadline
+    private var timer: Scheduled<Void>?
 
-    init(count: Int, promise: EventLoopPromise<[Result<APNsResponse, APNsTransportError>]>) {
+    init(count: Int, limits: Limits, eventLoop: any EventLoop,
+         promise: EventLoopPromise<[Result<APNsResponse, APNsTransportError>]>) {
         self.results = Array(repeating: nil, count: count)
         self.streams = Array(repeating: nil, count: count)
         self.remaining = count
+        self.limits = limits
+        self.eventLoop = eventLoop
+        self.started = eventLoop.now
+        self.lastAnswer = eventLoop.now
         self.promise = promise
+    }
+
+    /// Checks the limits when the silence would have lasted long enough, and again after every later answer.
+    func startTimer() {
+        let silence = TimeAmount.nanoseconds(Int64(limits.silenceSeconds * 1e9))
+        let end = started + .nanoseconds(Int64(limits.batchSeconds * 1e9))
+        let check = min(lastAnswer + silence, end)
+        timer = eventLoop.assumeIsolated().scheduleTask(deadline: check) { [self] in
+            let now = eventLoop.now
+            if now >= end {
+                expire(.timedOut(seconds: limits.batchSeconds))
+            } else if now >= lastAnswer + silence {
+                expire(.timedOut(seconds: limits.silenceSeconds))
+            } else {
+                startTimer()
+            }
+        }
     }
 
     /// True while a request has no answer yet (not even "timed out": then it must not be sent any more).
@@ -28,6 +65,7 @@ final class PushBatch {
     func complete(_ index: Int, _ result: Result<APNsResponse, APNsTransportError>) {
         guard results[index] == nil else { return }
         results[index] = result
+        lastAnswer = eventLoop.now
         remaining -= 1
         if remaining == 0 {
             timer?.cancel()
@@ -36,11 +74,11 @@ final class PushBatch {
         }
     }
 
-    /// The deadline passed: requests still open are reset and count as unanswered.
-    func expire(after seconds: Double) {
+    /// A limit passed: requests still open are reset and count as unanswered.
+    private func expire(_ error: APNsTransportError) {
         for index in results.indices where results[index] == nil {
             if let (connection, streamID) = streams[index] { connection.cancel(streamID) }
-            complete(index, .failure(.timedOut(seconds: seconds)))
+            complete(index, .failure(error))
         }
     }
 }

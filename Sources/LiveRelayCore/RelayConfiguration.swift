@@ -64,8 +64,12 @@ public struct APNsConfiguration: Sendable {
     public var sandboxURL: String = "https://api.sandbox.push.apple.com"
     /// Extra PEM trust roots (for a simulator).
     public var caFile: String?
-    /// Deadline of one APNs request.
+    /// How long APNs may go without answering any request of a batch before the rest count as unanswered (and are
+    /// retried). Answers arriving keep the batch waiting: slow is not dead, and giving up on a request APNs is still
+    /// working through would make it send that push twice.
     public var requestTimeoutSeconds: Double = 10
+    /// The longest a batch waits for APNs however steadily it answers.
+    public var batchLimitSeconds: Double = 60
 
     public init(teamID: String, keyID: String, privateKeyPEM: String, defaultBundleID: String? = nil) {
         self.teamID = teamID

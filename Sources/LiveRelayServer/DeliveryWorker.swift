@@ -52,8 +52,9 @@ public final class DeliveryWorker: Service, Sendable {
         }
     }
 
-    /// The longest a batch may take: every APNs request has its own deadline well inside it.
-    private var batchDeadline: Duration { .seconds(30) }
+    /// The longest a batch may take (then it rolls back): APNs gets at most `batchLimitSeconds` (60 s) of it, the
+    /// database the rest.
+    private var batchDeadline: Duration { .seconds(90) }
 
     private var isStopping: Bool { stopping.isStopped || Task.isCancelled }
 
