@@ -78,7 +78,17 @@ public final class DeliveryWorker: Service, Sendable {
             try await connection.query("SET synchronous_commit = off", logger: self.logger)
         }
         while !isStopping {
-            let result = try await runBatchWithDeadline(on: connection)
+            let result: (claimed: Int, processed: Int)
+            do {
+                result = try await runBatchWithDeadline(on: connection)
+            } catch is CancellationError {
+                // The shutdown budget ran out while this batch waited (see RelayServer.gracefulShutdownBudget).
+                logger.warning("""
+                    stopped before the batch in flight finished: it was rolled back, and its rows stay in the outbox \
+                    for the next relay
+                    """)
+                throw CancellationError()
+            }
             if result.processed > 0 {
                 listener.reportBusy(gateID)
                 // Others may be waiting on an activity this batch held, or there may be more than one batch of work.

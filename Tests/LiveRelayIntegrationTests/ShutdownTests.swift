@@ -132,3 +132,29 @@ struct ShutdownTests {
         }
     }
 }
+
+extension ShutdownTests {
+    @Test("a batch stuck on APNs past the shutdown budget is rolled back; the exit is still clean and nothing is lost",
+          .timeLimit(.minutes(1)))
+    func stuckBatch() async throws {
+        try await Harness.with { h in
+            let token = try await h.registerActivity(session: "s-stuck")
+            var faults = SimulatorFaults()
+            faults.delayMilliseconds = 30_000
+            h.simulator.setFaults(faults)
+            let (relay, _) = try await RelayProcess.serve(h)
+            try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 1}' WHERE session_id = 's-stuck'")
+            // The push is on its way to APNs, which holds it: the batch cannot finish within the budget.
+            try await h.waitUntil("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE state = 'idle in transaction')")
+            let (status, elapsed) = try await relay.terminate(within: Self.limit)
+            #expect(status == 0, "a stop that had to cancel a batch: status \(String(describing: status)); \(relay.output.suffix(600))")
+            #expect(elapsed < Self.limit)
+            #expect(relay.output.contains("rolled back"), "the log does not say what the forced stop did: \(relay.output.suffix(600))")
+
+            h.simulator.setFaults(SimulatorFaults())
+            let (next, _) = try await RelayProcess.serve(h)
+            defer { next.stop(signal: SIGKILL) }
+            try await h.waitForPushes { $0.contains { $0.token == token && $0.n == 1 } }
+        }
+    }
+}
