@@ -77,7 +77,8 @@ extension APNsSimulator {
             throw Rejection(status: 403, reason: "MissingProviderToken", detail: "no authorization: bearer header")
         }
         let jwt = String(authorization.dropFirst("bearer ".count))
-        guard let claims = try? ProviderTokenJWT.verify(jwt, publicKey: credentials.publicKey) else {
+        let known = state.withLock { $0.providerTokens[jwt] }
+        guard let claims = known ?? (try? ProviderTokenJWT.verify(jwt, publicKey: credentials.publicKey)) else {
             throw Rejection(status: 403, reason: "InvalidProviderToken", detail: "the ES256 signature does not verify")
         }
         if let keyID = credentials.keyID, claims.keyID != keyID {
@@ -93,9 +94,7 @@ extension APNsSimulator {
         if claims.issuedAt - now > 300 {
             throw Rejection(status: 403, reason: "InvalidProviderToken", detail: "iat \(claims.issuedAt) is in the future")
         }
-        state.withLock { state in
-            if state.providerTokens[jwt] == nil { state.providerTokens[jwt] = claims.issuedAt }
-        }
+        if known == nil { state.withLock { $0.providerTokens[jwt] = claims } }
         // Headers.
         let pushType = header("apns-push-type")
         let validTypes = ["alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets"]

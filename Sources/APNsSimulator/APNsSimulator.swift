@@ -33,7 +33,9 @@ public final class APNsSimulator: Sendable {
         var pushes: [RecordedPush] = []
         var sequence = 0
         var responses: [String: Int] = [:]
-        var providerTokens: [String: Int64] = [:]
+        /// Provider tokens whose signature verified, by token text: APNs checks a token once and then trusts it
+        /// (an ES256 verification per request would make the simulator, not the relay, the bottleneck of a test).
+        var providerTokens: [String: ProviderTokenJWT.Claims] = [:]
     }
 
     let credentials: Credentials
@@ -80,7 +82,7 @@ public final class APNsSimulator: Sendable {
         router.get("sim/stats") { _, _ in
             let stats = self.state.withLock { state in
                 Stats(accepted: state.pushes.count, responses: state.responses,
-                      providerTokensIssuedAt: state.providerTokens.values.sorted())
+                      providerTokensIssuedAt: state.providerTokens.values.map(\.issuedAt).sorted())
             }
             return try Self.json(.ok, stats)
         }
@@ -109,7 +111,7 @@ public final class APNsSimulator: Sendable {
     public func responseCounts() -> [String: Int] { state.withLock { $0.responses } }
 
     /// Issue times of the distinct provider tokens seen.
-    public func providerTokenIssueTimes() -> [Int64] { state.withLock { $0.providerTokens.values.sorted() } }
+    public func providerTokenIssueTimes() -> [Int64] { state.withLock { $0.providerTokens.values.map(\.issuedAt).sorted() } }
 
     /// The request context: Hummingbird's, plus the stream's channel (its parent is the connection, which the
     /// reset and GOAWAY faults act on).
