@@ -111,7 +111,9 @@ public final class APNsSimulator: Sendable {
     public func responseCounts() -> [String: Int] { state.withLock { $0.responses } }
 
     /// Issue times of the distinct provider tokens seen.
-    public func providerTokenIssueTimes() -> [Int64] { state.withLock { $0.providerTokens.values.map(\.issuedAt).sorted() } }
+    public func providerTokenIssueTimes() -> [Int64] {
+        state.withLock { $0.providerTokens.values.map(\.issuedAt).sorted() }
+    }
 
     /// The request context: Hummingbird's, plus the stream's channel (its parent is the connection, which the
     /// reset and GOAWAY faults act on).

@@ -28,7 +28,8 @@ public final class APNsClient: Sendable {
         self.pool = ConnectionPool(
             eventLoop: eventLoop ?? MultiThreadedEventLoopGroup.singleton.next(), sslContext: try NIOSSLContext(configuration: tls),
             origins: origins,
-            limits: .init(silenceSeconds: configuration.requestTimeoutSeconds, batchSeconds: configuration.batchLimitSeconds))
+            limits: .init(
+                silenceSeconds: configuration.requestTimeoutSeconds, batchSeconds: configuration.batchLimitSeconds))
         self.tokens = tokens
     }
 
@@ -92,7 +93,8 @@ final class ConnectionPool: @unchecked Sendable {
     /// Touched only on `eventLoop`.
     private var slots: [Origin: Slot] = [:]
 
-    init(eventLoop: any EventLoop, sslContext: NIOSSLContext, origins: [APNsEnvironment: Origin], limits: PushBatch.Limits) {
+    init(eventLoop: any EventLoop, sslContext: NIOSSLContext, origins: [APNsEnvironment: Origin],
+         limits: PushBatch.Limits) {
         self.eventLoop = eventLoop
         self.sslContext = sslContext
         self.origins = origins

@@ -35,7 +35,8 @@ struct HealthCommand: AsyncParsableCommand {
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let status: UInt
         do {
-            let response = try await client.execute(HTTPClientRequest(url: target), timeout: .milliseconds(Int64(timeout * 1000)))
+            let response = try await client.execute(
+                HTTPClientRequest(url: target), timeout: .milliseconds(Int64(timeout * 1000)))
             status = response.status.code
             _ = try? await response.body.collect(upTo: 64 * 1024)
         } catch {

@@ -45,7 +45,8 @@ public enum APNsPayload {
         ])])
     }
 
-    /// The sound of alert pushes: the OpenCode app ships `alert.wav` (iOS plays the default sound when an app lacks it).
+    /// The sound of alert pushes: the OpenCode app ships `alert.wav` (iOS plays the default sound when an app
+    /// lacks it).
     public static let alertSound = "alert.wav"
 
     /// A user-visible alert push; `data` keys sit beside `aps` (as the original OpenCode relay sends them).

@@ -85,7 +85,7 @@ public struct RelayServer: Sendable {
     }
 
     /// How long SIGTERM may take before what is left is cancelled.
-    public static let gracefulShutdownBudget = Duration.seconds(8)
+    public static let gracefulShutdownBudget = Duration.seconds(7)
 
     /// Runs until cancelled or until SIGTERM/SIGINT, then drains in-flight batches and stops.
     /// - Parameter onReady: called with the HTTP port once the server listens.
@@ -125,15 +125,19 @@ public struct RelayServer: Sendable {
         var services: [any Service] = [pool, listener, hub]
         services += workers
         services.append(app)
+        services.append(StopOnShutdown {
+            stop.stop()
+            listener.ringAll()
+        })
         var groupConfiguration = ServiceGroupConfiguration(
             services: services.map { .init(service: $0) },
             gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
             cancellationSignals: [],
             logger: logger)
-        // Graceful shutdown stops in reverse order: the HTTP server (open streams end themselves, idle connections
-        // close, requests in flight finish), then the workers (their batches finish), the hub, the listener, the
-        // pool. Whatever still runs after that budget is cancelled, which rolls its batch back: the process always
-        // ends within the 10 s a container engine allows before SIGKILL.
+        // Graceful shutdown stops in reverse order: the workers are told to take no new batch, the HTTP server
+        // stops (open streams end themselves, idle connections close, requests in flight finish), then the workers
+        // finish the batches in flight, then the hub, the listener, the pool. Whatever still runs after that budget (7 s) is cancelled, which rolls its batch back: the process
+        // always ends within the 10 s a container engine allows before SIGKILL.
         groupConfiguration.maximumGracefulShutdownDuration = Self.gracefulShutdownBudget
         groupConfiguration.maximumCancellationDuration = .seconds(1)
         let group = ServiceGroup(configuration: groupConfiguration)

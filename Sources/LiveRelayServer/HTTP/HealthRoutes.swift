@@ -34,7 +34,8 @@ public struct HealthCheck: Sendable {
             var counts: (Int64, Int64) = (0, 0)
             for try await row in try await connection.query("""
                 SELECT (SELECT count(*) FROM device_registration)::int8,
-                       CASE WHEN c.reltuples < 100000 THEN (SELECT count(*) FROM delivery_log) ELSE c.reltuples END::int8
+                       CASE WHEN c.reltuples < 100000 THEN (SELECT count(*) FROM delivery_log)
+                            ELSE c.reltuples END::int8
                 FROM pg_class c WHERE c.oid = 'delivery_log'::regclass
                 """, logger: logger).decode((Int64, Int64).self) { counts = row }
             return counts

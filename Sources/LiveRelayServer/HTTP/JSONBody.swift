@@ -56,7 +56,9 @@ struct JSONBody: Sendable {
     /// An optional string that, when given, must not be empty (`title` and `body` of an alert: an empty one would
     /// show a blank notification).
     func optionalNonEmptyString(_ name: String, maxLength: Int = 4096) throws -> String? {
-        if case .string("")? = members[name] { throw APIError.badRequest("\(name) must not be empty (leave it out for the default)") }
+        if case .string("")? = members[name] {
+            throw APIError.badRequest("\(name) must not be empty (leave it out for the default)")
+        }
         return try optionalString(name, maxLength: maxLength)
     }
 
