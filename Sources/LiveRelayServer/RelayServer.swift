@@ -110,21 +110,20 @@ public struct RelayServer: Sendable {
         let router = makeRouter(
             listener: listener, hub: hub, pool: pool, metrics: metrics, tokens: tokens,
             auth: Authenticator(adminToken: configuration.adminToken, tokenSecret: try await tokenSecret()))
-        let app = Application(
+        let host = configuration.host
+        // An idle connection is closed after 60 s (streams write a heartbeat every 10 s).
+        let http = try HTTPService.make(
             router: router,
-            // An idle connection is closed after 60 s (streams write a heartbeat every 10 s).
-            server: .http1(configuration: .init(idleTimeout: .seconds(60))),
-            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "liverelay"),
-            onServerRunning: { channel in
-                let port = channel.localAddress?.port ?? 0
-                self.logger.notice("liverelay listening", metadata: ["address": "http://\(self.configuration.host):\(port)"])
-                await onReady?(port)
-            },
+            settings: .init(host: host, port: configuration.port, idleTimeout: .seconds(60), serverName: "liverelay"),
             logger: logger
-        )
+        ) { channel in
+            let port = channel.localAddress?.port ?? 0
+            logger.notice("liverelay listening", metadata: ["address": "http://\(host):\(port)"])
+            await onReady?(port)
+        }
         var services: [any Service] = [pool, listener, hub]
         services += workers
-        services.append(app)
+        services.append(http)
         services.append(StopOnShutdown {
             stop.stop()
             listener.ringAll()

@@ -1,0 +1,31 @@
+import Foundation
+import Testing
+@testable import LiveRelayServer
+
+/// The relay's HTTP service answers as Hummingbird's application did: Date and Server headers on every answer.
+@Suite("HTTP service")
+struct HTTPServiceTests {
+    @Test("Date is an RFC 9110 IMF-fixdate in GMT")
+    func dateFormat() {
+        #expect(HTTPDate.format(Date(timeIntervalSince1970: 784_111_777)) == "Sun, 06 Nov 1994 08:49:37 GMT")
+        #expect(HTTPDate.format(Date(timeIntervalSince1970: 0)) == "Thu, 01 Jan 1970 00:00:00 GMT")
+    }
+
+    @Test("every answer carries Date and Server, errors included")
+    func headers() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                for path in ["/health", "/no-such-route"] {
+                    let connection = try RawConnection(port: port)
+                    try connection.get(path)
+                    let answered = try await connection.read { $0.contains("\r\n\r\n{") && $0.hasSuffix("}") }
+                    #expect(answered, "\(path): \(connection.text)")
+                    let head = connection.text.lowercased()
+                    #expect(head.contains("\r\nserver: liverelay\r\n"), "\(path): \(connection.text)")
+                    let date = try #require(connection.text.split(separator: "\r\n").first { $0.lowercased().hasPrefix("date: ") })
+                    #expect(date.hasSuffix(" GMT") && date.count == "Date: Sun, 06 Nov 1994 08:49:37 GMT".count, "\(date)")
+                }
+            }
+        }
+    }
+}
