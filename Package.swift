@@ -56,11 +56,25 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // An HTTP server for a Hummingbird router, run as a service of the caller's group (relay and simulator).
+        .target(
+            name: "LiveRelayHTTPServer",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // An APNs-compatible HTTP/2 + TLS server for local work and tests.
         .target(
             name: "APNsSimulator",
             dependencies: [
-                "LiveRelayCore",
+                "LiveRelayCore", "LiveRelayHTTPServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -74,11 +88,8 @@ let package = Package(
         .target(
             name: "LiveRelayServer",
             dependencies: [
-                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs",
+                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs", "LiveRelayHTTPServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -110,7 +121,7 @@ let package = Package(
         .testTarget(
             name: "LiveRelayIntegrationTests",
             dependencies: [
-                "LiveRelayServer", "APNsSimulator",
+                "LiveRelayServer", "APNsSimulator", "LiveRelayHTTPServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdHTTP2
 import LiveRelayCore
+import LiveRelayHTTPServer
 import Logging
 import NIOCore
 import Synchronization
@@ -55,8 +56,8 @@ public final class APNsSimulator: Sendable {
         state.withLock { $0.faults = faults }
     }
 
-    /// The HTTP/2 + TLS application; run it as a `Service`.
-    public func application(host: String, port: Int, onReady: (@Sendable (Int) async -> Void)? = nil) throws -> some ApplicationProtocol {
+    /// The HTTP/2 + TLS server; run it as a `Service` (or alone with `runService`).
+    public func application(host: String, port: Int, onReady: (@Sendable (Int) async -> Void)? = nil) throws -> HTTPService {
         let router = Router(context: SimulatorContext.self)
         router.post("3/device/:token") { request, context in
             await self.handlePush(request, context: context, environment: "production")
@@ -86,12 +87,10 @@ public final class APNsSimulator: Sendable {
             }
             return try Self.json(.ok, stats)
         }
-        return Application(
-            router: router,
-            server: try .http2Upgrade(tlsConfiguration: certificate.serverTLSConfiguration()),
-            configuration: .init(address: .hostname(host, port: port), serverName: "apns-sim"),
-            onServerRunning: { channel in await onReady?(channel.localAddress?.port ?? port) },
-            logger: logger)
+        return try HTTPService(
+            router: router, server: .http2Upgrade(tlsConfiguration: certificate.serverTLSConfiguration()),
+            address: .hostname(host, port: port), serverName: "apns-sim", logger: logger
+        ) { channel in await onReady?(channel.localAddress?.port ?? port) }
     }
 
     /// Accepted pushes with a sequence above `since`.

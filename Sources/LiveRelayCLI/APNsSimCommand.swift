@@ -57,7 +57,7 @@ struct APNsSimCommand: AsyncParsableCommand {
             print("  trust its CA with APNS_CA_FILE=\(caOut); sign with APNS_PRIVATE_KEY_FILE=\(keyFile)")
             fflush(nil)
         }
-        try await app.runService()
+        try await app.runService(logger: logger)
     }
 }
 

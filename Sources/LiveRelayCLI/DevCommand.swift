@@ -44,7 +44,7 @@ struct DevCommand: AsyncParsableCommand {
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             if useSimulator {
-                group.addTask { try await simApp.runService(gracefulShutdownSignals: []) }
+                group.addTask { try await simApp.runService(gracefulShutdownSignals: [], logger: logger) }
             } else {
                 simPortSink.finish()
             }

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import LiveRelayAPNs
 import LiveRelayCore
+import LiveRelayHTTPServer
 import LiveRelayPostgres
 import Logging
 import PostgresNIO
@@ -85,7 +86,7 @@ public struct RelayServer: Sendable {
     }
 
     /// How long SIGTERM may take before what is left is cancelled.
-    public static let gracefulShutdownBudget = Duration.seconds(7)
+    public static let gracefulShutdownBudget = Duration.seconds(6)
 
     /// Runs until cancelled or until SIGTERM/SIGINT, then drains in-flight batches and stops.
     /// - Parameter onReady: called with the HTTP port once the server listens.
@@ -112,10 +113,9 @@ public struct RelayServer: Sendable {
             auth: Authenticator(adminToken: configuration.adminToken, tokenSecret: try await tokenSecret()))
         let host = configuration.host
         // An idle connection is closed after 60 s (streams write a heartbeat every 10 s).
-        let http = try HTTPService.make(
-            router: router,
-            settings: .init(host: host, port: configuration.port, idleTimeout: .seconds(60), serverName: "liverelay"),
-            logger: logger
+        let http = try HTTPService(
+            router: router, server: .http1(configuration: .init(idleTimeout: .seconds(60))),
+            address: .hostname(host, port: configuration.port), serverName: "liverelay", logger: logger
         ) { channel in
             let port = channel.localAddress?.port ?? 0
             logger.notice("liverelay listening", metadata: ["address": "http://\(host):\(port)"])
@@ -135,8 +135,9 @@ public struct RelayServer: Sendable {
             logger: logger)
         // Graceful shutdown stops in reverse order: the workers are told to take no new batch, the HTTP server
         // stops (open streams end themselves, idle connections close, requests in flight finish), then the workers
-        // finish the batches in flight, then the hub, the listener, the pool. Whatever still runs after that budget (7 s) is cancelled, which rolls its batch back: the process
-        // always ends within the 10 s a container engine allows before SIGKILL.
+        // finish the batches in flight, then the hub, the listener, the pool. Whatever still runs after the budget
+        // (6 s) is cancelled, which rolls its batch back: the process ends well within the 10 s a container engine
+        // allows before SIGKILL, even on a loaded machine.
         groupConfiguration.maximumGracefulShutdownDuration = Self.gracefulShutdownBudget
         groupConfiguration.maximumCancellationDuration = .seconds(1)
         let group = ServiceGroup(configuration: groupConfiguration)

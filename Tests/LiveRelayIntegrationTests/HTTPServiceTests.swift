@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import LiveRelayServer
+import LiveRelayHTTPServer
 
 /// The relay's HTTP service answers as Hummingbird's application did: Date and Server headers on every answer.
 @Suite("HTTP service")

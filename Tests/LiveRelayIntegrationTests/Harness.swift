@@ -41,7 +41,7 @@ struct Harness: Sendable {
             portSink.finish()
         }
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.runService(gracefulShutdownSignals: []) }
+            group.addTask { [logger] in try await app.runService(gracefulShutdownSignals: [], logger: logger) }
             var port = 0
             for await value in ports { port = value }
             let harness = Harness(
