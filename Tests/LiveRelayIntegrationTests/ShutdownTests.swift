@@ -121,7 +121,11 @@ struct ShutdownTests {
             let body = #"{"secret":"s-inflight","eventType":"permission","sessionID":"s-inflight"}"#
             try connection.send("POST /v1/event HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
                                 + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
-            try await h.waitUntil("SELECT EXISTS (SELECT 1 FROM delivery_outbox WHERE event_type = 'permission')")
+            // Its push is claimed (the row is locked by a batch) before the signal: SIGTERM stops new claims at once.
+            try await h.waitUntil("""
+                SELECT EXISTS (SELECT 1 FROM delivery_outbox WHERE event_type = 'permission')
+                   AND NOT EXISTS (SELECT 1 FROM delivery_outbox WHERE event_type = 'permission' FOR UPDATE SKIP LOCKED)
+                """)
             let (status, elapsed) = try await relay.terminate(within: Self.limit)
             #expect(status == 0, "SIGTERM during a request: status \(String(describing: status))")
             #expect(elapsed < Self.limit)
