@@ -91,7 +91,8 @@ class Stack:
         settings = ("max_wal_size = 4GB\ncheckpoint_timeout = 30min\n" if os.environ.get("BENCH_POSTGRES") == "harness"
                     else "shared_buffers = 256MB\n")
         with open(os.path.join(data, "postgresql.conf"), "a") as f:
-            f.write("\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nmax_connections = 200\n" + settings)
+            f.write("\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nmax_connections = 200\n"
+                    + settings)
         as_postgres([f"{self.bindir}/pg_ctl", "-D", data, "-o", f"-p {self.pg_port}", "-l", f"{data}/log", "-w", "start"])
         as_postgres([f"{self.bindir}/createdb", "-h", "127.0.0.1", "-p", str(self.pg_port), "-U", "postgres", "bench"])
         self.data = data

@@ -254,7 +254,8 @@ def check_delivery(suite, database, pushes):
     for _, token, n, _ in pushes:
         copies[(token, n)] = copies.get((token, n), 0) + 1
     duplicates = sum(c - 1 for c in copies.values() if c > 1)
-    causes = duplicate_causes(suite, database, [key for key, count in copies.items() if count > 1]) if duplicates else {}
+    duplicated = [key for key, count in copies.items() if count > 1]
+    causes = duplicate_causes(suite, database, duplicated) if duplicated else {}
     return {"activities_written": sum(1 for n in final.values() if n != 0), "final_states_lost": len(lost),
             "order_violations": len(out_of_order), "order_violation_examples": examples, "duplicate_pushes": duplicates,
             "duplicate_causes": causes, "pushes": len(pushes)}
@@ -589,7 +590,8 @@ def scenario_sigterm(suite, quick):
                       and free == waiting and connected and farewells == streams and closed == keep_alive)
     result["summary"] = (f"{streams} SSE streams ({farewells} ended with a last comment), {keep_alive} idle keep-alive "
                          f"connections ({closed} closed), {vanished} vanished clients; "
-                         f"exited {exit_seconds:.2f} s after SIGTERM (code {code}; bound 10 s) with {waiting} rows still "
+                         f"exited {exit_seconds:.2f} s after SIGTERM (code {code}; bound 10 s) "
+                         f"with {waiting} rows still "
                          f"to send, {free} of them free to claim, {sessions} relay sessions left; the next relay delivered "
                          f"them: {result['final_states_lost']} final states lost")
     return result

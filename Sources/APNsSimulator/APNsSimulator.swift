@@ -57,7 +57,8 @@ public final class APNsSimulator: Sendable {
     }
 
     /// The HTTP/2 + TLS server; run it as a `Service` (or alone with `runService`).
-    public func application(host: String, port: Int, onReady: (@Sendable (Int) async -> Void)? = nil) throws -> HTTPService {
+    public func application(host: String, port: Int, onReady: (@Sendable (Int) async -> Void)? = nil)
+        throws -> HTTPService {
         let router = Router(context: SimulatorContext.self)
         router.post("3/device/:token") { request, context in
             await self.handlePush(request, context: context, environment: "production")

@@ -105,7 +105,8 @@ public final class BroadcastHub: Service, Sendable {
         var lastPrune = ContinuousClock.now - .seconds(3600)
         await withGracefulShutdownHandler {
             await connector.runReconnecting(
-                role: "broadcast hub", logger: logger, shouldStop: { Task.isCancelled || Task.isShuttingDownGracefully },
+                role: "broadcast hub", logger: logger,
+                shouldStop: { Task.isCancelled || Task.isShuttingDownGracefully },
                 onFailure: { listener.reportIdle(gateID) }
             ) { connection in
                 try await follow(on: connection, lastHeartbeat: &lastHeartbeat, lastPrune: &lastPrune)

@@ -45,11 +45,15 @@ public final class DeliveryWorker: Service, Sendable {
             // Stopped by another worker's shutdown: a service must not end before the group asks it to.
             try? await gracefulShutdown()
         } onGracefulShutdown: {
-            // Shared by all workers: the service group tells them one after the other, and none should start a new
-            // batch while another drains.
-            self.stopping.stop()
-            self.listener.ringAll()
+            self.stopTakingBatches()
         }
+    }
+
+    /// Lets the batch in flight finish but starts no new one, in this worker and in every worker sharing its stop
+    /// signal (the service group tells workers one after the other; none should start a batch while another drains).
+    public func stopTakingBatches() {
+        stopping.stop()
+        listener.ringAll()
     }
 
     /// The longest a batch may take (then it rolls back): APNs gets at most `batchLimitSeconds` (60 s) of it, the

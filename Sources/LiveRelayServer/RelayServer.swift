@@ -124,10 +124,7 @@ public struct RelayServer: Sendable {
         var services: [any Service] = [pool, listener, hub]
         services += workers
         services.append(http)
-        services.append(StopOnShutdown {
-            stop.stop()
-            listener.ringAll()
-        })
+        services.append(StopOnShutdown { workers.forEach { $0.stopTakingBatches() } })
         var groupConfiguration = ServiceGroupConfiguration(
             services: services.map { .init(service: $0) },
             gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],

@@ -31,8 +31,8 @@ struct ConfigurationTests {
             try RelayConfiguration.fromEnvironment(environment)
         } throws: { error in
             let text = "\(error)"
-            return text.contains("LIVERELAY_ADMIN_TOKEN is shorter than 16 characters") && text.contains("openssl rand -hex 24")
-                && !text.contains("\n") && !text.contains("letmein")
+            return text.contains("LIVERELAY_ADMIN_TOKEN is shorter than 16 characters")
+                && text.contains("openssl rand -hex 24") && !text.contains("\n") && !text.contains("letmein")
         }
     }
 

@@ -24,7 +24,8 @@ struct PushBatchTests {
         return answers
     }
 
-    static let ok = Result<APNsResponse, APNsTransportError>.success(APNsResponse(status: 200, reason: nil, apnsID: nil))
+    static let ok = Result<APNsResponse, APNsTransportError>.success(
+        APNsResponse(status: 200, reason: nil, apnsID: nil))
 
     @Test("answers that keep coming are waited for, however long the batch takes in all")
     func slowButSteady() throws {

@@ -17,8 +17,7 @@ struct CrashRecoveryTests {
             for session in sessions { registered[session] = try await h.registerActivity(session: session) }
             let tokens = registered
             let updatesPerActivity = 40
-            var environment = ProcessInfo.processInfo.environment.merging(h.relayEnvironment) { $1 }
-            environment["LIVERELAY_SQL_DIR"] = Harness.projectRoot.path
+            let environment = h.relayProcessEnvironment
             var relay = try RelayProcess(arguments: ["serve"], environment: environment)
             var kills = 0
             defer { relay.stop(signal: SIGKILL) }

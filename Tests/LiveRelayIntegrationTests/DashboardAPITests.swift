@@ -73,18 +73,21 @@ struct DashboardAPITests {
                     #"{"pushToken":"\#(pushToken)","contentState":{"n":0}}"#, headers: RelayHTTP.admin)
                 #expect(byPushToken.status == 201, "\(byPushToken.text)")
                 #expect(byPushToken["tokenSuffix"] == .string(String(pushToken.suffix(8))), "\(byPushToken.text)")
-                let both = try await api.post("/v1/live-activities",
-                    #"{"token":"\#(randomToken())","pushToken":"\#(randomToken())","contentState":{}}"#, headers: RelayHTTP.admin)
+                let differing = #"{"token":"\#(randomToken())","pushToken":"\#(randomToken())","contentState":{}}"#
+                let both = try await api.post("/v1/live-activities", differing, headers: RelayHTTP.admin)
                 #expect(both.status == 400 && both.text.contains("token and pushToken differ"), "\(both.text)")
-                let same = try await api.post("/v1/live-activities",
-                    #"{"token":"\#(pushToken)","pushToken":"\#(pushToken)","contentState":{}}"#, headers: RelayHTTP.admin)
+                let equal = #"{"token":"\#(pushToken)","pushToken":"\#(pushToken)","contentState":{}}"#
+                let same = try await api.post("/v1/live-activities", equal, headers: RelayHTTP.admin)
                 #expect(same.status == 201, "\(same.text)")
-                let neither = try await api.post("/v1/live-activities", #"{"contentState":{}}"#, headers: RelayHTTP.admin)
-                #expect(neither.status == 400 && neither.text.contains("token (or pushToken) is required"), "\(neither.text)")
+                let neither = try await api.post("/v1/live-activities", #"{"contentState":{}}"#,
+                                                 headers: RelayHTTP.admin)
+                #expect(neither.status == 400, "\(neither.text)")
+                #expect(neither.text.contains("token (or pushToken) is required"), "\(neither.text)")
                 guard case .string(let pushID)? = byPushToken["id"] else { Issue.record("no id"); return }
                 let rotated = try await api.request(.PUT, "/v1/live-activities/\(pushID)/token",
                     json: #"{"pushToken":"\#(newToken)"}"#, headers: RelayHTTP.admin)
-                #expect(rotated.status == 200 && rotated["tokenSuffix"] == .string(String(newToken.suffix(8))), "\(rotated.text)")
+                #expect(rotated.status == 200, "\(rotated.text)")
+                #expect(rotated["tokenSuffix"] == .string(String(newToken.suffix(8))), "\(rotated.text)")
 
                 #expect(try await api.request(.GET, "/v1/live-activities/\(UUID())", headers: RelayHTTP.admin).status == 404)
                 let bad = try await api.request(.PATCH, "/v1/live-activities/\(id)", json: #"{"contentState":{"x":1}}"#, headers: RelayHTTP.admin)

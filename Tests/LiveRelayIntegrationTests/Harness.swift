@@ -75,6 +75,13 @@ struct Harness: Sendable {
         ]
     }
 
+    /// The environment of a `liverelay` process for this harness: ours, the relay's settings, the project's SQL.
+    var relayProcessEnvironment: [String: String] {
+        var environment = ProcessInfo.processInfo.environment.merging(relayEnvironment) { $1 }
+        environment["LIVERELAY_SQL_DIR"] = Self.projectRoot.path
+        return environment
+    }
+
     func migrate() async throws {
         let connector = try DatabaseConnector(url: databaseURL)
         let migrator = try Migrator(directory: Self.projectRoot)

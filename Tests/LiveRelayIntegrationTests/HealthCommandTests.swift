@@ -1,10 +1,12 @@
 import Foundation
+import LiveRelayServer
 import Testing
 
 /// `liverelay health`, the container's health check: exit 0 only when the relay answers `/ready` with 200.
 @Suite("liverelay health")
 struct HealthCommandTests {
-    @Test("exits 0 for a ready relay (found from PORT alone, as in the image), 1 for an answer other than 200", .timeLimit(.minutes(1)))
+    @Test("exits 0 for a ready relay (found from PORT alone, as in the image), 1 for an answer other than 200",
+          .timeLimit(.minutes(1)))
     func readyRelay() async throws {
         try await Harness.with { h in
             let (relay, port) = try await RelayProcess.serve(h)
@@ -12,7 +14,8 @@ struct HealthCommandTests {
             let check = try RelayProcess(arguments: ["health"], environment: ["PORT": String(port), "HOST": "0.0.0.0"])
             #expect(check.waitForExit() == 0, "health said: \(check.output)")
             #expect(check.output.contains("answered 200"))
-            let wrong = try RelayProcess(arguments: ["health", "--url", "http://127.0.0.1:\(port)/no-such-route"], environment: [:])
+            let wrong = try RelayProcess(
+                arguments: ["health", "--url", "http://127.0.0.1:\(port)/no-such-route"], environment: [:])
             #expect(wrong.waitForExit() == 1)
             #expect(wrong.output.contains("answered 404"), "health said: \(wrong.output)")
         }
@@ -20,7 +23,7 @@ struct HealthCommandTests {
 
     @Test("exits 1 with the reason when nothing answers; refuses a URL that is not http(s)")
     func notReady() async throws {
-        let port = try RawConnection.freePort()
+        let port = LocalPostgres.freePort()
         let down = try RelayProcess(arguments: ["health", "--url", "http://127.0.0.1:\(port)/ready", "--timeout", "2"],
                                     environment: [:])
         #expect(down.waitForExit() == 1)

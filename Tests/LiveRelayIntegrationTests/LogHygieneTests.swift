@@ -10,19 +10,9 @@ struct LogHygieneTests {
     @Test("no log line holds a pairing secret, a push token, the admin token or a device token", .timeLimit(.minutes(1)))
     func noSecretsInLogs() async throws {
         try await Harness.with { h in
-            var environment = ProcessInfo.processInfo.environment.merging(h.relayEnvironment) { $1 }
-            let port = LocalPostgres.freePort()
-            environment["PORT"] = String(port)
-            environment["LOG_LEVEL"] = "trace"
-            environment["LIVERELAY_SQL_DIR"] = Harness.projectRoot.path
-            let relay = try RelayProcess(arguments: ["serve"], environment: environment)
+            let (relay, port) = try await RelayProcess.serve(h, environment: ["LOG_LEVEL": "trace"])
             defer { relay.stop(signal: SIGKILL) }
             let api = RelayHTTP(port: port)
-            let deadline = ContinuousClock.now + .seconds(20)
-            while (try? await api.request(.GET, "/ready").status) != 200 {
-                guard ContinuousClock.now < deadline else { Issue.record("relay not ready: \(relay.output.suffix(2000))"); return }
-                try await Task.sleep(for: .milliseconds(50))
-            }
             let secret = "pairing-secret-\(UUID().uuidString)"
             let deviceToken = randomToken(), activityToken = randomToken(), deadToken = randomToken()
             var faults = SimulatorFaults()

@@ -46,6 +46,12 @@ final class RawConnection: @unchecked Sendable {
         try send((["GET \(path) HTTP/1.1", "Host: relay"] + headers).joined(separator: "\r\n") + "\r\n\r\n")
     }
 
+    /// Sends a POST with a JSON body on this connection.
+    func post(_ path: String, json: String) throws {
+        try send("POST \(path) HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
+                 + "Content-Length: \(json.utf8.count)\r\n\r\n\(json)")
+    }
+
     /// Everything received so far.
     var text: String { lock.withLock { String(decoding: bytes, as: UTF8.self) } }
 
@@ -89,21 +95,4 @@ final class RawConnection: @unchecked Sendable {
     }
 
     deinit { close() }
-
-    /// A port nothing listens on right now.
-    static func freePort() throws -> Int {
-        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { Glibc.close(probe) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(probe, $0, length) == 0 && getsockname(probe, $0, &length) == 0
-            }
-        }
-        guard bound else { throw Failure(description: "no free port: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 }

@@ -52,16 +52,18 @@ final class RelayProcess: @unchecked Sendable {
     }
 
     /// `liverelay serve` for the harness on a port of its own, once `/ready` answers 200.
-    static func serve(_ harness: Harness, environment extra: [String: String] = [:]) async throws -> (RelayProcess, Int) {
-        let port = try RawConnection.freePort()
-        var environment = ProcessInfo.processInfo.environment.merging(harness.relayEnvironment) { $1 }
-        environment["LIVERELAY_SQL_DIR"] = Harness.projectRoot.path
+    static func serve(_ harness: Harness, environment extra: [String: String] = [:])
+        async throws -> (RelayProcess, Int) {
+        let port = LocalPostgres.freePort()
+        var environment = harness.relayProcessEnvironment
         environment["PORT"] = String(port)
         environment.merge(extra) { $1 }
         let relay = try RelayProcess(arguments: ["serve"], environment: environment)
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
-            if let reply = try? await RelayHTTP(port: port).request(.GET, "/ready"), reply.status == 200 { return (relay, port) }
+            if let reply = try? await RelayHTTP(port: port).request(.GET, "/ready"), reply.status == 200 {
+                return (relay, port)
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
         relay.stop(signal: SIGKILL)

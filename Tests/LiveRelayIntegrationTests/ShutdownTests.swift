@@ -10,6 +10,18 @@ struct ShutdownTests {
     static let limit = Duration.seconds(10)
     static let admin = "Authorization: Bearer \(Harness.adminToken)"
 
+    /// Sends SIGTERM and expects status 0 within the limit (the relay's log tail says why when not).
+    static func expectCleanExit(_ relay: RelayProcess, _ situation: String,
+                                sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let (status, elapsed) = try await relay.terminate(within: limit)
+        #expect(status == 0 && elapsed < limit,
+                """
+                SIGTERM \(situation): status \(String(describing: status)) after \(elapsed); \
+                \(relay.output.suffix(600))
+                """,
+                sourceLocation: sourceLocation)
+    }
+
     /// Opens an SSE stream on a raw connection and waits for the relay's greeting.
     static func openStream(port: Int, channel: String, headers: [String] = []) async throws -> RawConnection {
         let connection = try RawConnection(port: port)
@@ -31,9 +43,7 @@ struct ShutdownTests {
                 #expect(answered, "no answer on a keep-alive connection: \(connection.text)")
                 connections.append(connection)
             }
-            let (status, elapsed) = try await relay.terminate(within: Self.limit)
-            #expect(status == 0, "SIGTERM with idle keep-alive connections: status \(String(describing: status))")
-            #expect(elapsed < Self.limit)
+            try await Self.expectCleanExit(relay, "with idle keep-alive connections")
             for connection in connections {
                 let closed = try await connection.readUntilClosed(timeout: .seconds(2))
                 #expect(closed, "a keep-alive connection stayed open after the relay stopped")
@@ -49,26 +59,30 @@ struct ShutdownTests {
             let (relay, port) = try await RelayProcess.serve(h)
             var streams: [RawConnection] = []
             for _ in 0..<20 { streams.append(try await Self.openStream(port: port, channel: "session:s-shutdown")) }
-            try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 1}' WHERE session_id = 's-shutdown'")
+            try await h.sql(#"""
+                UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-shutdown'
+                """#)
             for stream in streams {
                 let received = try await stream.read { $0.contains("\"n\": 1") }
                 #expect(received, "the update did not reach an open stream: \(stream.text)")
             }
-            let lastID = try #require(streams[0].text.split(whereSeparator: \.isNewline).last { $0.hasPrefix("id: ") }?.dropFirst(4))
+            let lines = streams[0].text.split(whereSeparator: \.isNewline)
+            let lastID = try #require(lines.last { $0.hasPrefix("id: ") }?.dropFirst(4))
 
-            let (status, elapsed) = try await relay.terminate(within: Self.limit)
-            #expect(status == 0, "SIGTERM with open streams: status \(String(describing: status))")
-            #expect(elapsed < Self.limit)
+            try await Self.expectCleanExit(relay, "with open streams")
             for stream in streams {
                 let closed = try await stream.readUntilClosed(timeout: .seconds(2))
                 #expect(closed, "a stream stayed open after the relay stopped")
                 // The last chunk of the response is the comment (then the chunked body's end).
-                #expect(stream.text.hasSuffix(": the relay is shutting down; reconnect with Last-Event-ID\n\n\r\n0\r\n\r\n"),
+                let farewell = ": the relay is shutting down; reconnect with Last-Event-ID\n\n"
+                #expect(stream.text.hasSuffix(farewell + "\r\n0\r\n\r\n"),
                         "the stream did not end with the last comment: \(stream.text.suffix(200))")
             }
 
             // Written while no relay runs; the client resumes on another instance from the last id it saw.
-            try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 2}' WHERE session_id = 's-shutdown'")
+            try await h.sql(#"""
+                UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 's-shutdown'
+                """#)
             let (next, nextPort) = try await RelayProcess.serve(h)
             defer { next.stop(signal: SIGKILL) }
             let resumed = try await Self.openStream(port: nextPort, channel: "session:s-shutdown",
@@ -76,11 +90,12 @@ struct ShutdownTests {
             let caughtUp = try await resumed.read { $0.contains("\"n\": 2") }
             #expect(caughtUp, "the resumed stream missed the update written during the restart: \(resumed.text)")
             #expect(!resumed.text.contains("\"n\": 1"), "the resumed stream repeated an event it had seen")
-            #expect(try await next.terminate(within: Self.limit).status == 0)
+            try await Self.expectCleanExit(next, "after resuming")
         }
     }
 
-    @Test("streams whose clients vanished, after 50 one-shot requests, do not hold the exit up", .timeLimit(.minutes(1)))
+    @Test("streams whose clients vanished, after 50 one-shot requests, do not hold the exit up",
+          .timeLimit(.minutes(1)))
     func vanishedClients() async throws {
         try await Harness.with { h in
             let (relay, port) = try await RelayProcess.serve(h)
@@ -92,17 +107,14 @@ struct ShutdownTests {
             for index in 0..<50 {
                 // Each on its own connection, closed by the client after the answer.
                 let connection = try RawConnection(port: port)
-                let body = #"{"secret":"s","sessionID":"s-reg-\#(index)","activityToken":"\#(randomToken())"}"#
-                try connection.send("POST /v1/activity/register HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
-                                    + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
+                let registration = #"{"secret":"s","sessionID":"s-reg-\#(index)","activityToken":"\#(randomToken())"}"#
+                try connection.post("/v1/activity/register", json: registration)
                 let answered = try await connection.read { $0.contains("\"ok\":true") }
                 #expect(answered, "registration \(index) was not answered: \(connection.text)")
                 connection.close()
             }
             #expect(try await http.request(.GET, "/health").status == 200)
-            let (status, elapsed) = try await relay.terminate(within: Self.limit)
-            #expect(status == 0, "SIGTERM after vanished stream clients: status \(String(describing: status))")
-            #expect(elapsed < Self.limit)
+            try await Self.expectCleanExit(relay, "after vanished stream clients")
         }
     }
 
@@ -118,17 +130,14 @@ struct ShutdownTests {
             #expect(registered.status == 200)
             // /v1/event waits for APNs' answer, which the simulator holds back for 1.5 s.
             let connection = try RawConnection(port: port)
-            let body = #"{"secret":"s-inflight","eventType":"permission","sessionID":"s-inflight"}"#
-            try connection.send("POST /v1/event HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n"
-                                + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)")
+            try connection.post("/v1/event",
+                                json: #"{"secret":"s-inflight","eventType":"permission","sessionID":"s-inflight"}"#)
             // Its push is claimed (the row is locked by a batch) before the signal: SIGTERM stops new claims at once.
             try await h.waitUntil("""
                 SELECT EXISTS (SELECT 1 FROM delivery_outbox WHERE event_type = 'permission')
                    AND NOT EXISTS (SELECT 1 FROM delivery_outbox WHERE event_type = 'permission' FOR UPDATE SKIP LOCKED)
                 """)
-            let (status, elapsed) = try await relay.terminate(within: Self.limit)
-            #expect(status == 0, "SIGTERM during a request: status \(String(describing: status))")
-            #expect(elapsed < Self.limit)
+            try await Self.expectCleanExit(relay, "during a request")
             let answered = try await connection.read(timeout: .seconds(1)) { $0.contains("\r\n\r\n{") }
             #expect(answered && connection.text.hasPrefix("HTTP/1.1 200"),
                     "the request in flight was not answered: \(connection.text)")
@@ -147,13 +156,18 @@ extension ShutdownTests {
             faults.delayMilliseconds = 30_000
             h.simulator.setFaults(faults)
             let (relay, _) = try await RelayProcess.serve(h)
-            try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 1}' WHERE session_id = 's-stuck'")
+            try await h.sql(#"""
+                UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-stuck'
+                """#)
             // The push is on its way to APNs, which holds it: the batch cannot finish within the budget.
-            try await h.waitUntil("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE state = 'idle in transaction')")
-            let (status, elapsed) = try await relay.terminate(within: Self.limit)
-            #expect(status == 0, "a stop that had to cancel a batch: status \(String(describing: status)); \(relay.output.suffix(600))")
-            #expect(elapsed < Self.limit)
-            #expect(relay.output.contains("rolled back"), "the log does not say what the forced stop did: \(relay.output.suffix(600))")
+            // (Only this test's database: the cluster is shared with tests running beside it.)
+            try await h.waitUntil("""
+                SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+                               WHERE datname = current_database() AND state = 'idle in transaction')
+                """)
+            try await Self.expectCleanExit(relay, "with a batch stuck past the budget")
+            #expect(relay.output.contains("rolled back"),
+                    "the log does not say what the forced stop did: \(relay.output.suffix(600))")
 
             h.simulator.setFaults(SimulatorFaults())
             let (next, _) = try await RelayProcess.serve(h)

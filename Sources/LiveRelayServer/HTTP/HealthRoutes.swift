@@ -25,7 +25,7 @@ public struct HealthCheck: Sendable {
     }
 
     /// Registered devices and delivery-log rows, as the original relay's `/health` reports them; nil when the database
-    /// does not answer within a second. The log is counted exactly while it is small and estimated from the planner's
+    /// does not answer within a second. A table is counted exactly while it is small and estimated from the planner's
     /// statistics beyond 100,000 rows, so a health probe never scans a large table.
     func counts() async -> (devices: Int64, deliveries: Int64)? {
         var quick = database
@@ -33,10 +33,12 @@ public struct HealthCheck: Sendable {
         return try? await quick.withConnection { connection in
             var counts: (Int64, Int64) = (0, 0)
             for try await row in try await connection.query("""
-                SELECT (SELECT count(*) FROM device_registration)::int8,
-                       CASE WHEN c.reltuples < 100000 THEN (SELECT count(*) FROM delivery_log)
-                            ELSE c.reltuples END::int8
-                FROM pg_class c WHERE c.oid = 'delivery_log'::regclass
+                SELECT CASE WHEN d.reltuples < 100000 THEN (SELECT count(*) FROM device_registration)
+                            ELSE d.reltuples END::int8,
+                       CASE WHEN l.reltuples < 100000 THEN (SELECT count(*) FROM delivery_log)
+                            ELSE l.reltuples END::int8
+                FROM pg_class d, pg_class l
+                WHERE d.oid = 'device_registration'::regclass AND l.oid = 'delivery_log'::regclass
                 """, logger: logger).decode((Int64, Int64).self) { counts = row }
             return counts
         }
