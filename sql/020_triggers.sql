@@ -98,7 +98,9 @@ BEGIN
            jsonb_build_object('session_id', session_id, 'device_uuid', device_uuid, 'status', status,
                               'content_state', content_state)
     FROM events ORDER BY id;
-    IF FOUND THEN
+    -- Wake idle relays once per transaction (NOTIFY goes out at commit anyway): the flag is transaction-local.
+    IF FOUND AND current_setting('liverelay.woken', true) IS DISTINCT FROM 'yes' THEN
+        PERFORM set_config('liverelay.woken', 'yes', true);
         PERFORM liverelay_wake();
     END IF;
     RETURN NULL;
@@ -139,7 +141,9 @@ BEGIN
     SELECT ARRAY['device:' || m.device_uuid], 'live-activity-message',
            jsonb_build_object('device_uuid', m.device_uuid, 'message', m.message)
     FROM new_rows m ORDER BY m.device_uuid;
-    IF FOUND THEN
+    -- Wake idle relays once per transaction (NOTIFY goes out at commit anyway): the flag is transaction-local.
+    IF FOUND AND current_setting('liverelay.woken', true) IS DISTINCT FROM 'yes' THEN
+        PERFORM set_config('liverelay.woken', 'yes', true);
         PERFORM liverelay_wake();
     END IF;
     RETURN NULL;
