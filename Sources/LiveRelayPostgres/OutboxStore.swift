@@ -21,12 +21,16 @@ public struct OutboxStore: Sendable {
         public var snapshots: [UUID: ActivitySnapshot] = [:]
     }
 
-    /// In one call of `liverelay_claim` (one round trip): locks up to `limit` due rows no other worker holds, takes the
-    /// per-activity advisory lock of each of their activities it can (one sender per activity across all relays), then
-    /// reads those activities' state with the device's message and what was last sent.
+    /// In one statement (one round trip): locks up to `limit` due rows no other worker holds, takes the per-activity
+    /// advisory lock of each of their activities it can (one sender per activity across all relays), and reads those
+    /// activities' state with the device's message and what was last sent (in a snapshot taken after the locks).
+    ///
+    /// The worker session plans it afresh on every call (`plan_cache_mode = force_custom_plan`, see DeliveryWorker):
+    /// a cached generic plan made while the outbox was empty scanned and sorted the whole backlog and joined the
+    /// batch with itself row by row, 100 ms per batch of 500 once 100,000 rows were queued.
     public func claim(limit: Int, on connection: PostgresConnection) async throws -> Claim {
         // A prepared statement: planned once per connection, not once per batch.
-        let stream = try await connection.execute(ClaimStatement(limit: Int32(limit)), logger: logger)
+        let stream = try await connection.execute(ClaimStatement(limit: Int64(limit)), logger: logger)
         var claim = Claim(now: Int64(Date().timeIntervalSince1970))
         for try await (id, kind, activityID, eventType, secretHash, sessionID, deviceToken, bundleID, env, payload, priority,
                        apnsID, requestID, enqueuedAt, attempts, dbNow, locked,
@@ -139,10 +143,35 @@ struct ClaimStatement: PostgresPreparedStatement {
                      Double, Int32, Int64, Bool,
                      UUID?, String?, String?, String?, String?, String?, Int64?, Int64?, Double?, Int32?, Bool, String?, Int64?,
                      String?, String?)
-    static let name = "liverelay_claim_v3"
-    /// The claim lives in `sql/040_delivery.sql`, where its plan and its snapshots are explained.
-    static let sql = "SELECT * FROM liverelay_claim($1::int4)"
-    var limit: Int32
+    static let name = "liverelay_claim_v2"
+    static let sql = """
+            WITH claimed AS MATERIALIZED (
+                SELECT id, kind, activity_id, event_type, secret_hash, session_id, device_token, bundle_id, apns_env, payload,
+                       priority, apns_id, request_id, enqueued_at, attempts, next_attempt_at
+                FROM delivery_outbox
+                WHERE next_attempt_at <= now()
+                ORDER BY next_attempt_at, id
+                LIMIT $1
+                FOR UPDATE SKIP LOCKED
+            ), locked AS MATERIALIZED (
+                SELECT d.activity_id FROM (SELECT DISTINCT activity_id FROM claimed WHERE activity_id IS NOT NULL) d
+                WHERE pg_try_advisory_xact_lock(hashtextextended(d.activity_id::text, 7031))
+            ), states AS MATERIALIZED (
+                -- Read after the locks are held, with a fresh snapshot (see sql/040_delivery.sql).
+                SELECT * FROM liverelay_locked_activity_states(ARRAY(SELECT activity_id FROM locked))
+            )
+            SELECT c.id, c.kind, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token, c.bundle_id, c.apns_env,
+                   c.payload::text, c.priority::int4, c.apns_id, c.request_id, extract(epoch FROM c.enqueued_at)::float8, c.attempts,
+                   floor(extract(epoch FROM clock_timestamp()))::int8, l.activity_id IS NOT NULL,
+                   a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state,
+                   a.stale_date, a.dismissal_date, a.relevance_score, a.priority, coalesce(a.has_message, false), a.message,
+                   a.last_timestamp, a.last_payload, a.platform
+            FROM claimed c
+            LEFT JOIN locked l ON l.activity_id = c.activity_id
+            LEFT JOIN states a ON a.id = l.activity_id
+            ORDER BY c.next_attempt_at, c.id
+        """
+    var limit: Int64
 
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings()

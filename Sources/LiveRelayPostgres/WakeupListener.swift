@@ -22,6 +22,8 @@ public final class WakeupListener: Service, Sendable {
         var doorbells: [Doorbell] = []
         /// Consumers that share one queue (delivery workers): a wake-up rings just one of them.
         var sharing: Set<Int> = []
+        /// Counts the times this relay published itself idle; a delayed re-scan is for one idle period only.
+        var idlePeriod = 0
         var busy: Set<Int> = []
         var connected = false
         /// What this relay's `relay_wakeup` row says, as far as we know: a writer that notifies has set it to busy.
@@ -54,6 +56,16 @@ public final class WakeupListener: Service, Sendable {
     /// Rings for a wake-up: every consumer that does not share work, and one idle consumer of the shared queue (one
     /// claim answers a wake-up, and a worker that finds a full batch rings the others; busy workers claim again by
     /// themselves).
+    /// After a worker's batch: the consumers that are not workers (the stream) look for what was committed while
+    /// writers did not notify; the other workers only when the batch was full (more than one batch of work). A
+    /// worker that finds nothing to do re-scans, goes idle and rings one worker more (see `writeGate`).
+    public func ringAfterBatch(from id: Int, full: Bool) {
+        let doorbells = state.withLock { state in
+            state.doorbells.indices.filter { full ? $0 != id : !state.sharing.contains($0) }.map { state.doorbells[$0] }
+        }
+        for doorbell in doorbells { doorbell.ring() }
+    }
+
     func ringForWakeUp() {
         let doorbells = state.withLock { state -> [Doorbell] in
             var ring = state.doorbells.indices.filter { !state.sharing.contains($0) }
@@ -133,9 +145,10 @@ public final class WakeupListener: Service, Sendable {
     /// that read "busy" just before the flag flipped is not left waiting for the poll.
     private func writeGate(on connection: PostgresConnection) async throws {
         // Set before writing: a notification that arrives meanwhile (a writer marking us busy) must win.
-        let idle = state.withLock { state in
+        let (idle, period) = state.withLock { state in
             state.publishedIdle = state.busy.isEmpty
-            return state.busy.isEmpty
+            if state.busy.isEmpty { state.idlePeriod += 1 }
+            return (state.busy.isEmpty, state.idlePeriod)
         }
         try await connection.query("""
             INSERT INTO relay_wakeup (instance_id, idle, updated_at) VALUES (\(instanceID), \(idle), now())
@@ -143,11 +156,13 @@ public final class WakeupListener: Service, Sendable {
             """, logger: logger)
         if idle {
             // A writer that read "busy" just before this may commit after the re-scan it triggers: look again once
-            // its commit has had time to reach disk (the poll is the backstop for anything slower).
-            ringAll()
+            // its commit has had time to reach disk (the poll is the backstop for anything slower). One worker is
+            // enough to look: it rings the others if it finds more than a batch.
+            // Not when the relay was woken meanwhile: it re-scans until empty then, and a new idle period has its own.
+            ringForWakeUp()
             Task {
                 try? await Task.sleep(for: .milliseconds(50))
-                self.ringAll()
+                if self.state.withLock({ $0.idlePeriod == period && $0.publishedIdle }) { self.ringForWakeUp() }
             }
         }
     }

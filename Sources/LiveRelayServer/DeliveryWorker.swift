@@ -80,6 +80,13 @@ public final class DeliveryWorker: Service, Sendable {
         // out of the writers' way.
         _ = try await ConnectionScope.run(on: connection, deadline: .seconds(5), what: "configuring the worker session") {
             try await connection.query("SET synchronous_commit = off", logger: self.logger)
+            // Plan every statement for the queue as it is now: the outbox swings between empty and 100,000 rows,
+            // and a generic plan cached while it was empty made each claim scan and sort the whole backlog.
+            try await connection.query("SET plan_cache_mode = force_custom_plan", logger: self.logger)
+            // Between batches the session sits in a transaction that has only begun (see runBatch): it holds no
+            // lock, no snapshot and no transaction id, so a timeout meant for forgotten transactions must not end it.
+            try await connection.query("SET idle_in_transaction_session_timeout = 0", logger: self.logger)
+            try await connection.query("BEGIN", logger: self.logger)
         }
         while !isStopping {
             let result: (claimed: Int, processed: Int)
@@ -95,8 +102,10 @@ public final class DeliveryWorker: Service, Sendable {
             }
             if result.processed > 0 {
                 listener.reportBusy(gateID)
-                // Others may be waiting on an activity this batch held, or there may be more than one batch of work.
-                listener.ringAll()
+                // This worker looks again at once; others only when there may be more than one batch of work
+                // (ringing every worker after every batch cost each one-row write several empty claims). A worker
+                // that skipped rows of an activity this batch held looks again within 20 ms (below).
+                listener.ringAfterBatch(from: gateID, full: result.claimed >= configuration.batchSize)
             } else if result.claimed > 0 {
                 // Everything claimed belongs to activities another relay is sending right now.
                 await doorbell.wait(timeout: min(poll, .milliseconds(20)))
@@ -114,42 +123,50 @@ public final class DeliveryWorker: Service, Sendable {
         }
     }
 
-    /// One batch: claim, lock activities, build, send, record, commit.
+    /// One batch: claim, lock activities, build, send, record, commit; then begin the next batch's transaction.
+    ///
+    /// The transaction is begun when the previous batch ends, not when a wake-up comes, so that a wake-up costs one
+    /// round trip (the claim) before the push is on its way. Any error ends the connection (and the transaction).
     func runBatch(on connection: PostgresConnection) async throws -> (claimed: Int, processed: Int) {
-        try await connection.withTransaction(logger: logger) { connection in
-            let clock = ContinuousClock()
-            let started = clock.now
-            let claim = try await store.claim(limit: configuration.batchSize, on: connection)
-            let rows = claim.rows
-            guard !rows.isEmpty else { return (0, 0) }
-            let plan = planner.plan(rows: rows, snapshots: claim.snapshots, lockedActivities: claim.lockedActivities, now: claim.now)
-            let planned = clock.now
+        let result = try await batch(on: connection)
+        try await connection.query("COMMIT", logger: logger)
+        try await connection.query("BEGIN", logger: logger)
+        return result
+    }
 
-            var outcome = BatchOutcome()
-            for settled in plan.settled {
-                outcome.finishedRowIDs.append(settled.row.id)
-                outcome.logs.append(DeliveryLogEntry(
-                    row: settled.row, status: settled.status, error: settled.reason, pushType: "liveactivity",
-                    environment: nil, token: nil, apnsStatus: nil, apnsReason: nil, latencyMilliseconds: nil))
-            }
-            let results = await sender.sendAll(plan.pushes)
-            let sent = clock.now
-            for (push, result) in zip(plan.pushes, results) {
-                record(result, of: push, into: &outcome)
-            }
-            try await store.record(outcome, on: connection)
-            logger.debug("batch", metadata: [
-                "rows": "\(rows.count)", "pushes": "\(plan.pushes.count)", "read_ms": "\((planned - started).milliseconds)",
-                "send_ms": "\((sent - planned).milliseconds)", "record_ms": "\((clock.now - sent).milliseconds)",
-            ])
-            if let metrics {
-                for entry in outcome.logs {
-                    metrics.recordOutcome(status: entry.status, reason: entry.apnsReason)
-                    if let latency = entry.latencyMilliseconds, entry.status != "coalesced" { metrics.recordCommitToAPNs(seconds: latency / 1000) }
-                }
-            }
-            return (rows.count, plan.settled.count + plan.pushes.reduce(0) { $0 + $1.rows.count })
+    private func batch(on connection: PostgresConnection) async throws -> (claimed: Int, processed: Int) {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let claim = try await store.claim(limit: configuration.batchSize, on: connection)
+        let rows = claim.rows
+        guard !rows.isEmpty else { return (0, 0) }
+        let plan = planner.plan(rows: rows, snapshots: claim.snapshots, lockedActivities: claim.lockedActivities, now: claim.now)
+        let planned = clock.now
+
+        var outcome = BatchOutcome()
+        for settled in plan.settled {
+            outcome.finishedRowIDs.append(settled.row.id)
+            outcome.logs.append(DeliveryLogEntry(
+                row: settled.row, status: settled.status, error: settled.reason, pushType: "liveactivity",
+                environment: nil, token: nil, apnsStatus: nil, apnsReason: nil, latencyMilliseconds: nil))
         }
+        let results = await sender.sendAll(plan.pushes)
+        let sent = clock.now
+        for (push, result) in zip(plan.pushes, results) {
+            record(result, of: push, into: &outcome)
+        }
+        try await store.record(outcome, on: connection)
+        logger.debug("batch", metadata: [
+            "rows": "\(rows.count)", "pushes": "\(plan.pushes.count)", "read_ms": "\((planned - started).milliseconds)",
+            "send_ms": "\((sent - planned).milliseconds)", "record_ms": "\((clock.now - sent).milliseconds)",
+        ])
+        if let metrics {
+            for entry in outcome.logs {
+                metrics.recordOutcome(status: entry.status, reason: entry.apnsReason)
+                if let latency = entry.latencyMilliseconds, entry.status != "coalesced" { metrics.recordCommitToAPNs(seconds: latency / 1000) }
+            }
+        }
+        return (rows.count, plan.settled.count + plan.pushes.reduce(0) { $0 + $1.rows.count })
     }
 
     private func record(_ result: PushSender.Result, of push: DeliveryPlanner.Push, into outcome: inout BatchOutcome) {

@@ -116,11 +116,10 @@ struct CrashRecoveryTests {
         }
     }
 
-    @Test("a claim reads activity state after taking its locks, not in the snapshot of the statement that called it")
+    @Test("a claim that got an activity's lock late reads the state committed while it waited, not its statement's snapshot")
     func claimReadsStateAfterTakingLocks() async throws {
-        // The race behind it: relay B's claim starts (its snapshot), relay A sends a newer state and releases the
-        // activity's lock, then B takes the lock. B must build from A's state, not older. Here the calling statement
-        // takes its snapshot, then waits; the state committed meanwhile must be what liverelay_claim returns.
+        // The race behind it: relay B's claim statement starts (its snapshot), relay A sends a newer state and
+        // releases the activity's lock, then B's statement takes the lock. B must build from A's state, not older.
         try await Harness.with { h in
             _ = try await h.registerActivity(session: "s-late-lock", state: #"{"n": 1}"#)
             let id = try #require(try await h.rows("SELECT id FROM activity_registration WHERE session_id = 's-late-lock'", as: UUID.self).first)
@@ -128,9 +127,9 @@ struct CrashRecoveryTests {
                 try await holder.query("BEGIN", logger: h.logger)
                 try await holder.query("SELECT pg_advisory_xact_lock(4242)", logger: h.logger)
                 async let late: [String] = h.rows("""
-                    SELECT f.content_state || ' ' || p.content_state::text || ' ' || f.locked::text
+                    SELECT f.content_state || ' ' || p.content_state::text
                     FROM (SELECT pg_advisory_xact_lock(4242)) waited
-                    CROSS JOIN liverelay_claim(10) f
+                    CROSS JOIN liverelay_locked_activity_states(ARRAY[\(id)]::uuid[]) f
                     CROSS JOIN (SELECT content_state FROM activity_registration WHERE id = \(id)) p
                     """, as: String.self)
                 // The statement above has its snapshot and is waiting for the lock.
@@ -138,8 +137,8 @@ struct CrashRecoveryTests {
                 try await holder.query(#"UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 's-late-lock'"#,
                                        logger: h.logger)
                 try await holder.query("COMMIT", logger: h.logger)
-                // The claim sees the row queued by n = 2 and its state; the statement's own snapshot still sees n = 1.
-                #expect(try await late == [#"{"n": 2} {"n": 1} true"#])
+                // The function sees n = 2; the statement's own snapshot (the plain subquery) still sees n = 1.
+                #expect(try await late == [#"{"n": 2} {"n": 1}"#])
             }
         }
     }
