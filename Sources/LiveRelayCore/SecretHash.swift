@@ -13,11 +13,18 @@ public func sha256Hex(_ text: String) -> String {
 
 /// Lowercase hex of any bytes.
 public func hexString<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
-    bytes.map { byte in
-        let hex = String(byte, radix: 16)
-        return byte < 16 ? "0" + hex : hex
-    }.joined()
+    // Two table lookups per byte into one buffer (a String per byte, joined, was 4% of the relay's CPU per push).
+    var out: [UInt8] = []
+    out.reserveCapacity(bytes.underestimatedCount * 2)
+    for byte in bytes {
+        out.append(lowercaseHexDigits[Int(byte >> 4)])
+        out.append(lowercaseHexDigits[Int(byte & 0x0F)])
+    }
+    return String(decoding: out, as: UTF8.self)
 }
+
+/// The sixteen lowercase hex digits, as bytes.
+let lowercaseHexDigits = Array("0123456789abcdef".utf8)
 
 /// Base64url without padding (JWTs, signed device tokens).
 public func base64URLEncoded(_ data: Data) -> String {
