@@ -155,14 +155,16 @@ final class ConnectionPool: @unchecked Sendable {
         headers.add(name: ":method", value: "POST")
         headers.add(name: ":scheme", value: "https")
         headers.add(name: ":authority", value: origin.authority)
-        headers.add(name: ":path", value: "\(origin.pathPrefix)/3/device/\(push.deviceToken)")
+        // Values that differ on every request stay out of HPACK's dynamic table, so they do not evict the ones that
+        // repeat (the provider token above all), which then go as one-byte indexes instead of being encoded again.
+        headers.add(name: ":path", value: "\(origin.pathPrefix)/3/device/\(push.deviceToken)", indexing: .nonIndexable)
         headers.add(name: "authorization", value: authorization)
         headers.add(name: "apns-push-type", value: push.pushType.rawValue)
         headers.add(name: "apns-topic", value: push.topic)
         headers.add(name: "apns-priority", value: String(push.priority))
-        headers.add(name: "apns-id", value: push.apnsID.uuidString.lowercased())
+        headers.add(name: "apns-id", value: push.apnsID.uuidString.lowercased(), indexing: .nonIndexable)
         if let expiration = push.expiration {
-            headers.add(name: "apns-expiration", value: String(expiration))
+            headers.add(name: "apns-expiration", value: String(expiration), indexing: .nonIndexable)
         }
         headers.add(name: "content-type", value: "application/json")
         return headers
