@@ -492,8 +492,9 @@ def main():
         summary["B2"] = (f"{b2['received']}/{b2['activities']} received in {b2['seconds_after_commit']:.2f} s after commit: "
                          f"{b2['pushes_per_second']:,.0f} pushes/s = {b2['pushes_per_second'] / ceiling:.2f} of the ceiling; "
                          f"first push {b2['first_push_ms']:.0f} ms after commit; UPDATE statement "
-                         f"{b2['statement_seconds']:.2f} s; relay peak RSS {b2['peak_rss_mb']:.0f} MB; CPU per push from the "
-                         "statement on: " + ", ".join(f"{k} {v:.0f} µs" for k, v in b2["cpu_microseconds_per_push"].items())
+                         f"{b2['statement_seconds']:.2f} s; relay peak RSS {b2['peak_rss_mb']:.0f} MB; "
+                         "CPU per push from the statement on: "
+                         + ", ".join(f"{k} {v:.0f} µs" for k, v in b2["cpu_microseconds_per_push"].items())
                          + f" (first round: {first['pushes_per_second']:,.0f} pushes/s, postgres "
                          f"{first['cpu_microseconds_per_push']['postgres']:.0f} µs, {first['peak_rss_mb']:.0f} MB)")
         slim["B2"].pop("timeline", None)

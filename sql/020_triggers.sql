@@ -11,11 +11,18 @@
 CREATE OR REPLACE FUNCTION liverelay_wake() RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
+    -- A transaction that has woken a relay is done: its NOTIFY goes out at its commit. (The flag is
+    -- transaction-local, and rolled back with the subtransaction that set it, as the NOTIFY is.) Until then every
+    -- statement looks again: the check closest to the commit is the one that counts.
+    IF current_setting('liverelay.woken', true) = 'yes' THEN
+        RETURN;
+    END IF;
     -- A relay refreshes its row at least every 30 s; an older row is a relay that died, not one that waits.
     UPDATE relay_wakeup SET idle = false
     WHERE instance_id IN (SELECT instance_id FROM relay_wakeup
                           WHERE idle AND updated_at > now() - interval '2 minutes' FOR UPDATE SKIP LOCKED);
     IF FOUND THEN
+        PERFORM set_config('liverelay.woken', 'yes', true);
         PERFORM pg_notify('liverelay_wake', '');
     END IF;
 END $$;
@@ -98,9 +105,7 @@ BEGIN
            jsonb_build_object('session_id', session_id, 'device_uuid', device_uuid, 'status', status,
                               'content_state', content_state)
     FROM events ORDER BY id;
-    -- Wake idle relays once per transaction (NOTIFY goes out at commit anyway): the flag is transaction-local.
-    IF FOUND AND current_setting('liverelay.woken', true) IS DISTINCT FROM 'yes' THEN
-        PERFORM set_config('liverelay.woken', 'yes', true);
+    IF FOUND THEN
         PERFORM liverelay_wake();
     END IF;
     RETURN NULL;
@@ -141,9 +146,7 @@ BEGIN
     SELECT ARRAY['device:' || m.device_uuid], 'live-activity-message',
            jsonb_build_object('device_uuid', m.device_uuid, 'message', m.message)
     FROM new_rows m ORDER BY m.device_uuid;
-    -- Wake idle relays once per transaction (NOTIFY goes out at commit anyway): the flag is transaction-local.
-    IF FOUND AND current_setting('liverelay.woken', true) IS DISTINCT FROM 'yes' THEN
-        PERFORM set_config('liverelay.woken', 'yes', true);
+    IF FOUND THEN
         PERFORM liverelay_wake();
     END IF;
     RETURN NULL;

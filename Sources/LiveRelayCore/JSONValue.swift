@@ -14,7 +14,8 @@ public enum JSONValue: Sendable, Hashable {
     public init(parsing text: String) throws {
         // JSONSerialization, not JSONDecoder: decoding this enum through Decodable tries each type in turn and pays
         // for a thrown error per miss, which was 13% of the relay's CPU per push in B2 (issue 9).
-        self = try JSONValue(foundation: JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed))
+        let object = try JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)
+        self = try JSONValue(foundation: object)
     }
 
     /// Converts what JSONSerialization returns. Its numbers are NSNumbers: booleans are the ones of type `c`.
@@ -33,7 +34,8 @@ public enum JSONValue: Sendable, Hashable {
             default: self = .integer(number.int64Value)
             }
         default:
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "unexpected JSON value \(type(of: value))"))
+            let description = "unexpected JSON value \(type(of: value))"
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: description))
         }
     }
 

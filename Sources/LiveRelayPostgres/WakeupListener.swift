@@ -53,9 +53,6 @@ public final class WakeupListener: Service, Sendable {
         for doorbell in state.withLock({ $0.doorbells }) { doorbell.ring() }
     }
 
-    /// Rings for a wake-up: every consumer that does not share work, and one idle consumer of the shared queue (one
-    /// claim answers a wake-up, and a worker that finds a full batch rings the others; busy workers claim again by
-    /// themselves).
     /// After a worker's batch: the consumers that are not workers (the stream) look for what was committed while
     /// writers did not notify; the other workers only when the batch was full (more than one batch of work). A
     /// worker that finds nothing to do re-scans, goes idle and rings one worker more (see `writeGate`).
@@ -66,6 +63,9 @@ public final class WakeupListener: Service, Sendable {
         for doorbell in doorbells { doorbell.ring() }
     }
 
+    /// Rings for a wake-up: every consumer that does not share work, and one idle consumer of the shared queue (one
+    /// claim answers a wake-up, and a worker that finds a full batch rings the others; busy workers claim again by
+    /// themselves).
     func ringForWakeUp() {
         let doorbells = state.withLock { state -> [Doorbell] in
             var ring = state.doorbells.indices.filter { !state.sharing.contains($0) }

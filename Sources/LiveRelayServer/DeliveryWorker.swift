@@ -140,7 +140,8 @@ public final class DeliveryWorker: Service, Sendable {
         let claim = try await store.claim(limit: configuration.batchSize, on: connection)
         let rows = claim.rows
         guard !rows.isEmpty else { return (0, 0) }
-        let plan = planner.plan(rows: rows, snapshots: claim.snapshots, lockedActivities: claim.lockedActivities, now: claim.now)
+        let plan = planner.plan(
+            rows: rows, snapshots: claim.snapshots, lockedActivities: claim.lockedActivities, now: claim.now)
         let planned = clock.now
 
         var outcome = BatchOutcome()
@@ -163,7 +164,9 @@ public final class DeliveryWorker: Service, Sendable {
         if let metrics {
             for entry in outcome.logs {
                 metrics.recordOutcome(status: entry.status, reason: entry.apnsReason)
-                if let latency = entry.latencyMilliseconds, entry.status != "coalesced" { metrics.recordCommitToAPNs(seconds: latency / 1000) }
+                if let latency = entry.latencyMilliseconds, entry.status != "coalesced" {
+                    metrics.recordCommitToAPNs(seconds: latency / 1000)
+                }
             }
         }
         return (rows.count, plan.settled.count + plan.pushes.reduce(0) { $0 + $1.rows.count })
