@@ -34,7 +34,7 @@ public enum ConnectionScope {
                 })
                 if let deadline {
                     // A timer, not a sleeping task: it is freed when cancelled (see Doorbell).
-                    race.setTimer(connection.eventLoop.scheduleTask(in: .nanoseconds(deadline.nanoseconds)) {
+                    race.setTimer(connection.eventLoop.scheduleTask(in: TimeAmount(deadline)) {
                         race.finish(.failure(DeadlineExceeded(what: what)))
                         let _: EventLoopFuture<Void> = connection.close()
                     })
@@ -47,7 +47,6 @@ public enum ConnectionScope {
     }
 }
 
-/// The first of several outcomes wins; the others are dropped.
 /// Calls back whoever is running on a connection when it closes. One per open connection, registered on its
 /// `closeFuture` once: a callback added to the future per run would stay there (with everything it captures)
 /// until the connection closes, which for the relay's long-lived connections is a leak of every batch.
@@ -108,6 +107,7 @@ private final class CloseWatch: Sendable {
     }
 }
 
+/// The first of several outcomes wins; the others are dropped.
 private final class Race<Value: Sendable>: Sendable {
     private struct State {
         var continuation: CheckedContinuation<Value, any Error>?

@@ -44,7 +44,7 @@ public final class Doorbell: Sendable {
                     return state.generation
                 }
                 guard let generation else { return continuation.resume() }
-                let timer = timers.scheduleTask(in: .nanoseconds(timeout.nanoseconds)) { [self] in
+                let timer = timers.scheduleTask(in: TimeAmount(timeout)) { [self] in
                     let woken = state.withLock { state in
                         state.generation == generation ? Self.takeWaiter(&state) : Woken()
                     }
@@ -79,14 +79,5 @@ public final class Doorbell: Sendable {
             state.timer = nil
         }
         return Woken(waiter: state.waiter, timer: state.timer)
-    }
-}
-
-extension Duration {
-    /// The whole duration in nanoseconds (saturating), for NIO's `TimeAmount`.
-    var nanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        return overflow ? .max : whole.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue
     }
 }

@@ -79,13 +79,16 @@ public final class DeliveryWorker: Service, Sendable {
         // session does not wait for its WAL flush (writers' commits stay durable), which keeps the relay's fsyncs
         // out of the writers' way.
         _ = try await ConnectionScope.run(on: connection, deadline: .seconds(5), what: "configuring the worker session") {
-            try await connection.query("SET synchronous_commit = off", logger: self.logger)
-            // Plan every statement for the queue as it is now: the outbox swings between empty and 100,000 rows,
-            // and a generic plan cached while it was empty made each claim scan and sort the whole backlog.
-            try await connection.query("SET plan_cache_mode = force_custom_plan", logger: self.logger)
-            // Between batches the session sits in a transaction that has only begun (see runBatch): it holds no
-            // lock, no snapshot and no transaction id, so a timeout meant for forgotten transactions must not end it.
-            try await connection.query("SET idle_in_transaction_session_timeout = 0", logger: self.logger)
+            // One round trip for the three settings. plan_cache_mode: plan every statement for the queue as it is
+            // now (the outbox swings between empty and 100,000 rows, and a generic plan cached while it was empty
+            // made each claim scan and sort the whole backlog). idle_in_transaction_session_timeout: between batches
+            // the session sits in a transaction that has only begun (see runBatch), holding no lock, no snapshot and
+            // no transaction id, so a timeout meant for forgotten transactions must not end it.
+            try await connection.query("""
+                SELECT set_config('synchronous_commit', 'off', false),
+                       set_config('plan_cache_mode', 'force_custom_plan', false),
+                       set_config('idle_in_transaction_session_timeout', '0', false)
+                """, logger: self.logger)
             try await connection.query("BEGIN", logger: self.logger)
         }
         while !isStopping {

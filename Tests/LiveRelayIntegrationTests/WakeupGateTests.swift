@@ -13,8 +13,14 @@ struct WakeupGateTests {
             let relay = UUID()
             try await h.withConnection { writer in
                 func idle() async throws -> Bool {
-                    try await writer.query("SELECT idle FROM relay_wakeup WHERE instance_id = \(relay)", logger: h.logger)
-                        .collect().first!.decode(Bool.self)
+                    try await writer.query(
+                        "SELECT idle FROM relay_wakeup WHERE instance_id = \(relay)", logger: h.logger
+                    ).collect().first!.decode(Bool.self)
+                }
+                // What the relay does when it has drained the outbox (here from inside the writer's transaction).
+                func relayTurnsIdle() async throws {
+                    try await writer.query(
+                        "UPDATE relay_wakeup SET idle = true WHERE instance_id = \(relay)", logger: h.logger)
                 }
                 func write(_ session: String, _ n: Int) async throws {
                     try await writer.query("""
@@ -28,11 +34,11 @@ struct WakeupGateTests {
                 try await write("s-gate-1", 1)
                 #expect(try await idle() == false)
                 // It turns idle before this transaction commits: the next statement wakes it (marks it busy).
-                try await writer.query("UPDATE relay_wakeup SET idle = true WHERE instance_id = \(relay)", logger: h.logger)
+                try await relayTurnsIdle()
                 try await write("s-gate-2", 1)
                 #expect(try await idle() == false)
                 // Woken once: a later statement of the same transaction leaves the gate alone.
-                try await writer.query("UPDATE relay_wakeup SET idle = true WHERE instance_id = \(relay)", logger: h.logger)
+                try await relayTurnsIdle()
                 try await write("s-gate-1", 2)
                 #expect(try await idle() == true)
                 try await writer.query("COMMIT", logger: h.logger)
