@@ -86,25 +86,64 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // Composition root: delivery engine, HTTP API and the services of `serve` and `dev`.
+        // The delivery engine: workers that claim the outbox, send through a transport and record outcomes.
         .target(
-            name: "LiveRelayServer",
+            name: "LiveRelayDelivery",
             dependencies: [
-                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs", "LiveRelayHTTPServer",
-                .product(name: "Hummingbird", package: "hummingbird"),
+                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs",
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
+        // The foreground stream: the broadcast log tailed and handed to SSE subscribers.
+        .target(
+            name: "LiveRelayStream",
+            dependencies: [
+                "LiveRelayCore", "LiveRelayPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The HTTP API: relay routes, REST views, admin, SSE, health, metrics and the dashboard.
+        .target(
+            name: "LiveRelayHTTP",
+            dependencies: [
+                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs", "LiveRelayStream", "LiveRelayDelivery",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // What `liverelay dev` and the tests run locally: a private PostgreSQL cluster, child processes.
+        .target(
+            name: "LiveRelayDevSupport",
+            dependencies: []
+        ),
+        // Composition root: the services of `serve` wired together.
+        .target(
+            name: "LiveRelayServer",
+            dependencies: [
+                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs", "LiveRelayHTTPServer",
+                "LiveRelayDelivery", "LiveRelayStream", "LiveRelayHTTP",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "LiveRelayCLI",
             dependencies: [
-                "LiveRelayServer", "APNsSimulator",
+                "LiveRelayServer", "LiveRelayDevSupport", "APNsSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -123,7 +162,8 @@ let package = Package(
         .testTarget(
             name: "LiveRelayIntegrationTests",
             dependencies: [
-                "LiveRelayServer", "APNsSimulator", "LiveRelayHTTPServer",
+                "LiveRelayServer", "LiveRelayDelivery", "LiveRelayStream", "LiveRelayDevSupport", "APNsSimulator",
+                "LiveRelayHTTPServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),

@@ -5,6 +5,7 @@ import Hummingbird
 import LiveRelayCore
 import LiveRelayPostgres
 import LiveRelayServer
+import LiveRelayDevSupport
 import Logging
 
 struct DevCommand: AsyncParsableCommand {

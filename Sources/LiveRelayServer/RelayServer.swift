@@ -2,8 +2,11 @@ import Foundation
 import Hummingbird
 import LiveRelayAPNs
 import LiveRelayCore
+import LiveRelayDelivery
+import LiveRelayHTTP
 import LiveRelayHTTPServer
 import LiveRelayPostgres
+import LiveRelayStream
 import Logging
 import PostgresNIO
 import ServiceLifecycle
@@ -34,40 +37,23 @@ public struct RelayServer: Sendable {
         }
     }
 
-    /// Every route: the relay API, the stream, admin and dashboard routes, health and metrics.
-    func makeRouter(listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient, metrics: RelayMetrics,
-                    tokens: ProviderTokenSource, auth: Authenticator) -> Router<BasicRequestContext> {
-        let database = RouteDatabase(client: pool, logger: logger)
-        let health = HealthCheck(database: database, migrator: migrator, listener: listener, hub: hub, logger: logger)
-        let router = Router()
-        let table = RouteTable()
-        router.add(middleware: JSONErrorMiddleware(routes: table))
-        HealthRoutes(health: health).register(on: router)
-        RelayRoutes(database: database, defaultBundleID: configuration.apns.defaultBundleID).register(on: router)
-        StreamRoutes(hub: hub, auth: auth, database: database).register(on: router)
-        AdminRoutes(auth: auth, database: database).register(on: router)
-        ViewRoutes(auth: auth, database: database).register(on: router)
-        LiveActivityRoutes(auth: auth, database: database, defaultBundleID: configuration.apns.defaultBundleID).register(on: router)
-        MetricsRoutes(metrics: metrics, database: database, hub: hub, tokens: tokens).register(on: router)
-        DocumentRoutes(openAPI: openAPIDocument).register(on: router)
-        table.set(router.routes.map { ($0.path.description, $0.method.rawValue) })
-        return router
+    /// The HTTP API's routes over the given services.
+    func makeAPI(listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient, metrics: RelayMetrics,
+                 tokens: ProviderTokenSource, auth: Authenticator) -> RelayAPI {
+        RelayAPI(
+            migrator: migrator, listener: listener, hub: hub, pool: pool, metrics: metrics, tokens: tokens, auth: auth,
+            defaultBundleID: configuration.apns.defaultBundleID, openAPIDocument: openAPIDocument, logger: logger)
     }
 
     /// "METHOD /path" of every route, with `{parameter}` as OpenAPI writes it (for the document's completeness test).
     public func routeSignatures() throws -> [String] {
         let listener = WakeupListener(connector: connector, logger: logger)
-        let router = makeRouter(
+        return makeAPI(
             listener: listener, hub: BroadcastHub(connector: connector, listener: listener, logger: logger),
             pool: PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger), metrics: RelayMetrics(),
             tokens: try ProviderTokenSource(teamID: "T", keyID: "K", privateKeyPEM: configuration.apns.privateKeyPEM),
-            auth: Authenticator(adminToken: nil, tokenSecret: "unused"))
-        return router.routes.map { route in
-            let path = "/" + route.path.description.split(separator: "/").map { part in
-                part.hasPrefix(":") ? "{\(part.dropFirst())}" : String(part)
-            }.joined(separator: "/")
-            return "\(route.method.rawValue) \(path)"
-        }
+            auth: Authenticator(adminToken: nil, tokenSecret: "unused")
+        ).routeSignatures()
     }
 
     /// `LIVERELAY_TOKEN_SECRET`, or the one generated and kept in `relay_setting` (shared by every relay).
@@ -108,9 +94,10 @@ public struct RelayServer: Sendable {
         }
         let hub = BroadcastHub(connector: connector, listener: listener, logger: logger)
         let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger)
-        let router = makeRouter(
+        let router = makeAPI(
             listener: listener, hub: hub, pool: pool, metrics: metrics, tokens: tokens,
-            auth: Authenticator(adminToken: configuration.adminToken, tokenSecret: try await tokenSecret()))
+            auth: Authenticator(adminToken: configuration.adminToken, tokenSecret: try await tokenSecret())
+        ).makeRouter()
         let host = configuration.host
         // An idle connection is closed after 60 s (streams write a heartbeat every 10 s).
         let http = try HTTPService(

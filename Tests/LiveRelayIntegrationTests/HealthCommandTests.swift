@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayDevSupport
 import LiveRelayServer
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayDevSupport
 import LiveRelayServer
 
 /// The built `liverelay` binary run as a separate process, so a test can SIGKILL it like a crash would.

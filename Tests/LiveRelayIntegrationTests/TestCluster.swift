@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayDevSupport
 import LiveRelayServer
 
 /// A private PostgreSQL cluster for this test process, created on first use under a temp folder and stopped at exit.

@@ -18,7 +18,7 @@ public struct RelayMetrics: Sendable {
     }
 
     /// One delivery outcome (`sent`, `failed`, `coalesced`, `retrying`) with APNs' reason.
-    func recordOutcome(status: String, reason: String?) {
+    public func recordOutcome(status: String, reason: String?) {
         Counter(label: "liverelay_deliveries_total", dimensions: [("status", status), ("reason", reason ?? "")], factory: factory).increment()
         if status == "retrying" {
             Counter(label: "liverelay_retries_total", factory: factory).increment()
@@ -26,12 +26,12 @@ public struct RelayMetrics: Sendable {
     }
 
     /// Time from the write's commit (outbox row) to APNs' answer.
-    func recordCommitToAPNs(seconds: Double) {
+    public func recordCommitToAPNs(seconds: Double) {
         Timer(label: "liverelay_commit_to_apns_seconds", factory: factory).recordNanoseconds(Int64(seconds * 1_000_000_000))
     }
 
     /// Values read at scrape time.
-    func setGauges(queueDepth: Int, subscribers: Int, providerTokens: Int) {
+    public func setGauges(queueDepth: Int, subscribers: Int, providerTokens: Int) {
         Gauge(label: "liverelay_queue_depth", factory: factory).record(queueDepth)
         Gauge(label: "liverelay_sse_subscribers", factory: factory).record(subscribers)
         Gauge(label: "liverelay_provider_tokens_minted", factory: factory).record(providerTokens)

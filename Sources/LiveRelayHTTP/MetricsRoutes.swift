@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import LiveRelayDelivery
+import LiveRelayStream
 import LiveRelayAPNs
 import NIOCore
 

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import LiveRelayStream
 import LiveRelayCore
 import LiveRelayPostgres
 import Logging

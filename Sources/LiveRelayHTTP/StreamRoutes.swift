@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import LiveRelayStream
 import LiveRelayCore
 import NIOCore
 import ServiceLifecycle

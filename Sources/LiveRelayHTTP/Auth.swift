@@ -12,13 +12,13 @@ struct Caller: Sendable {
 }
 
 /// Checks bearer tokens and mints device tokens (`lrd1.<uuid>.<expiry>.<HMAC-SHA256>`).
-struct Authenticator: Sendable {
+public struct Authenticator: Sendable {
     let adminToken: String?
     /// SHA-256 of the token secret, the HMAC key.
     let tokenKeyBytes: [UInt8]
     var tokenKey: SymmetricKey { SymmetricKey(data: tokenKeyBytes) }
 
-    init(adminToken: String?, tokenSecret: String) {
+    public init(adminToken: String?, tokenSecret: String) {
         self.adminToken = adminToken
         self.tokenKeyBytes = Array(SHA256.hash(data: Data(tokenSecret.utf8)))
     }

@@ -1,0 +1,67 @@
+import Foundation
+import Hummingbird
+import LiveRelayAPNs
+import LiveRelayCore
+import LiveRelayDelivery
+import LiveRelayPostgres
+import LiveRelayStream
+import Logging
+import PostgresNIO
+
+/// Every route of the relay: the relay API, the stream, admin and dashboard routes, health and metrics.
+public struct RelayAPI: Sendable {
+    public var migrator: Migrator
+    public var listener: WakeupListener
+    public var hub: BroadcastHub
+    public var pool: PostgresClient
+    public var metrics: RelayMetrics
+    public var tokens: ProviderTokenSource
+    public var auth: Authenticator
+    public var defaultBundleID: String?
+    /// `openapi.json` from the project folder (beside `migrations/`).
+    public var openAPIDocument: Data?
+    public var logger: Logger
+
+    public init(migrator: Migrator, listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient, metrics: RelayMetrics,
+                tokens: ProviderTokenSource, auth: Authenticator, defaultBundleID: String?, openAPIDocument: Data?,
+                logger: Logger) {
+        self.migrator = migrator
+        self.listener = listener
+        self.hub = hub
+        self.pool = pool
+        self.metrics = metrics
+        self.tokens = tokens
+        self.auth = auth
+        self.defaultBundleID = defaultBundleID
+        self.openAPIDocument = openAPIDocument
+        self.logger = logger
+    }
+
+    public func makeRouter() -> Router<BasicRequestContext> {
+        let database = RouteDatabase(client: pool, logger: logger)
+        let health = HealthCheck(database: database, migrator: migrator, listener: listener, hub: hub, logger: logger)
+        let router = Router()
+        let table = RouteTable()
+        router.add(middleware: JSONErrorMiddleware(routes: table))
+        HealthRoutes(health: health).register(on: router)
+        RelayRoutes(database: database, defaultBundleID: defaultBundleID).register(on: router)
+        StreamRoutes(hub: hub, auth: auth, database: database).register(on: router)
+        AdminRoutes(auth: auth, database: database).register(on: router)
+        ViewRoutes(auth: auth, database: database).register(on: router)
+        LiveActivityRoutes(auth: auth, database: database, defaultBundleID: defaultBundleID).register(on: router)
+        MetricsRoutes(metrics: metrics, database: database, hub: hub, tokens: tokens).register(on: router)
+        DocumentRoutes(openAPI: openAPIDocument).register(on: router)
+        table.set(router.routes.map { ($0.path.description, $0.method.rawValue) })
+        return router
+    }
+
+    /// "METHOD /path" of every route, with `{parameter}` as OpenAPI writes it (for the document's completeness test).
+    public func routeSignatures() -> [String] {
+        makeRouter().routes.map { route in
+            let path = "/" + route.path.description.split(separator: "/").map { part in
+                part.hasPrefix(":") ? "{\(part.dropFirst())}" : String(part)
+            }.joined(separator: "/")
+            return "\(route.method.rawValue) \(path)"
+        }
+    }
+}
