@@ -29,6 +29,7 @@ let package = Package(
             name: "LiveRelayCore",
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
         // PostgreSQL: migrations, outbox claims, the listener, the broadcast log.
@@ -90,7 +91,7 @@ let package = Package(
         .target(
             name: "LiveRelayDelivery",
             dependencies: [
-                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs",
+                "LiveRelayCore", "LiveRelayPostgres",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -113,7 +114,7 @@ let package = Package(
         .target(
             name: "LiveRelayHTTP",
             dependencies: [
-                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs", "LiveRelayStream", "LiveRelayDelivery",
+                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayStream", "LiveRelayDelivery",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -15,7 +15,7 @@ LEFT JOIN activity_delivery_state s ON s.activity_id = a.id;
 
 CREATE OR REPLACE VIEW liverelay_recent_deliveries AS
 SELECT id, created_at, status, event_type, session_id, activity_id, push_type, apns_env, token_suffix, apns_id,
-       apns_status, apns_reason, attempt, latency_ms, error
+       apns_status, apns_reason, attempt, latency_ms, error, transport, provider_status, provider_reason
 FROM delivery_log
 WHERE created_at > now() - interval '24 hours';
 

@@ -1,27 +1,27 @@
 import Crypto
 import Foundation
 
-/// Turns claimed outbox rows into APNs requests. Pure: the worker does the I/O.
+/// Turns claimed outbox rows into deliveries, for any transport. Pure: the worker does the I/O.
 ///
-/// Activity rows coalesce: all rows of one activity become one push of its current state (latest wins), and a
-/// state identical to the one last sent is not sent again. `aps.timestamp` never decreases per activity.
+/// Activity rows coalesce: all rows of one activity become one delivery of its current state (latest wins), and a
+/// state identical to the one last sent is not sent again. The timestamp never decreases per activity.
 public struct DeliveryPlanner: Sendable {
-    /// One request to make, and the rows it settles.
+    /// One delivery to make, and the rows it settles.
     public struct Push: Sendable {
-        public var request: PushRequest
+        public var delivery: Delivery
         /// The rows this push settles, newest first (the newest carries the outcome; the rest are coalesced).
         public var rows: [OutboxRow]
-        public var activityID: UUID?
-        public var timestamp: Int64
-        /// SHA-256 of the payload without its timestamp, stored to recognise a repeat.
+        /// SHA-256 of the content without its timestamp, stored to recognise a repeat.
         public var stateHash: String?
         public var eventType: String
+        public var activityID: UUID? { delivery.activityID }
+        public var timestamp: Int64 { delivery.timestamp }
     }
 
     /// Rows settled without a request.
     public struct Settled: Sendable {
         public var row: OutboxRow
-        public var status: String
+        public var status: DeliveryStatus
         public var reason: String
     }
 
@@ -30,7 +30,7 @@ public struct DeliveryPlanner: Sendable {
         public var settled: [Settled] = []
     }
 
-    /// Seconds a push stays deliverable at APNs (`apns-expiration`).
+    /// Seconds a message stays deliverable (`apns-expiration`, FCM's `ttl`).
     public var liveActivityExpirationSeconds: Int64 = 3600
     public var alertExpirationSeconds: Int64 = 86_400
 
@@ -55,60 +55,59 @@ public struct DeliveryPlanner: Sendable {
                 if let push = directPush(row, now: now) {
                     plan.pushes.append(push)
                 } else {
-                    plan.settled.append(.init(row: row, status: "failed", reason: "MalformedOutboxRow"))
+                    plan.settled.append(.init(row: row, status: .failed, reason: "MalformedOutboxRow"))
                 }
             }
         }
         for activityID in activityOrder {
             let activityRows = byActivity[activityID]!.sorted { $0.id > $1.id }
+            func settle(_ status: DeliveryStatus, _ reason: String) {
+                plan.settled += activityRows.map { .init(row: $0, status: status, reason: reason) }
+            }
             guard let snapshot = snapshots[activityID] else {
-                plan.settled += activityRows.map { .init(row: $0, status: "failed", reason: "ActivityDeleted") }
+                settle(.failed, "ActivityDeleted")
                 continue
             }
-            guard snapshot.platform == "ios" else {
-                plan.settled += activityRows.map { .init(row: $0, status: "failed", reason: "AndroidDeliveryNotAvailable") }
+            guard snapshot.status != .invalidated else {
+                settle(.failed, "TokenInvalidated")
                 continue
             }
-            guard snapshot.status == "active" || snapshot.status == "ended" else {
-                plan.settled += activityRows.map { .init(row: $0, status: "failed", reason: "TokenInvalidated") }
-                continue
-            }
-            let event: LiveActivityEvent = snapshot.status == "ended" ? .end : .update
-            let contentState = APNsPayload.mergingNote(snapshot.message, into: snapshot.contentState)
-            let alert = activityRows.lazy.compactMap { $0.payload?.objectValue?["alert"] }.first
-            func payload(timestamp: Int64) -> JSONValue {
-                APNsPayload.liveActivity(
-                    event: event, timestamp: timestamp, contentState: contentState, staleDate: snapshot.staleDate,
-                    dismissalDate: snapshot.dismissalDate, relevanceScore: snapshot.relevanceScore, alert: alert)
-            }
-            let stateHash = hexString(SHA256.hash(data: payload(timestamp: 0).compactBytes))
+            let event: LiveActivityEvent = snapshot.status == .ended ? .end : .update
+            let content = LiveActivityContent(
+                event: event, contentState: APNsPayload.mergingNote(snapshot.message, into: snapshot.contentState),
+                staleDate: snapshot.staleDate, dismissalDate: snapshot.dismissalDate, relevanceScore: snapshot.relevanceScore,
+                alert: activityRows.lazy.compactMap { $0.payload?.objectValue?["alert"] }.first)
+            let stateHash = Self.stateHash(of: content)
             if stateHash == snapshot.lastPayloadHash {
-                plan.settled += activityRows.map { .init(row: $0, status: "coalesced", reason: "SameStateAlreadySent") }
+                settle(.coalesced, "SameStateAlreadySent")
                 continue
             }
-            let timestamp = max(now, snapshot.lastTimestamp ?? 0)
-            let priority = event == .end || alert != nil ? 10 : max(snapshot.priority, activityRows.compactMap(\.priority).max() ?? 0)
-            let newest = activityRows[0]
-            let request = PushRequest(
-                deviceToken: snapshot.activityToken, environment: snapshot.environment, bundleID: snapshot.bundleID,
-                pushType: .liveactivity, priority: priority, expiration: now + liveActivityExpirationSeconds,
-                apnsID: newest.apnsID, payload: payload(timestamp: timestamp).compactBytes)
-            plan.pushes.append(Push(
-                request: request, rows: activityRows, activityID: activityID, timestamp: timestamp,
-                stateHash: stateHash, eventType: event.rawValue))
+            let priority = event == .end || content.alert != nil
+                ? 10 : max(snapshot.priority, activityRows.compactMap(\.priority).max() ?? 0)
+            let delivery = Delivery(
+                platform: snapshot.platform, kind: .activity, token: snapshot.activityToken, content: .liveActivity(content),
+                priority: priority, expiration: now + liveActivityExpirationSeconds, id: activityRows[0].apnsID,
+                bundleID: snapshot.bundleID, environment: snapshot.environment, activityID: activityID,
+                sessionID: activityRows[0].sessionID, timestamp: max(now, snapshot.lastTimestamp ?? 0))
+            plan.pushes.append(Push(delivery: delivery, rows: activityRows, stateHash: stateHash, eventType: event.rawValue))
         }
         return plan
     }
 
+    /// Identifies a state (the APNs payload without its timestamp: the same for every transport).
+    static func stateHash(of content: LiveActivityContent) -> String {
+        let payload = APNsPayload.liveActivity(
+            event: content.event, timestamp: 0, contentState: content.contentState, staleDate: content.staleDate,
+            dismissalDate: content.dismissalDate, relevanceScore: content.relevanceScore, alert: content.alert)
+        return hexString(SHA256.hash(data: payload.compactBytes))
+    }
+
     private func directPush(_ row: OutboxRow, now: Int64) -> Push? {
-        guard let token = row.deviceToken, let bundleID = row.bundleID, var payload = row.payload else { return nil }
-        let pushType: PushType = row.kind == .start ? .liveactivity : .alert
-        if row.kind == .start { payload = APNsPayload.settingTimestamp(now, in: payload) }
-        let request = PushRequest(
-            deviceToken: token, environment: row.environment ?? .production, bundleID: bundleID, pushType: pushType,
-            priority: row.priority ?? 10,
-            expiration: now + (row.kind == .start ? liveActivityExpirationSeconds : alertExpirationSeconds),
-            apnsID: row.apnsID, payload: payload.compactBytes)
-        return Push(request: request, rows: [row], activityID: nil, timestamp: now, stateHash: nil, eventType: row.eventType)
+        guard let token = row.deviceToken, let bundleID = row.bundleID, let payload = row.payload else { return nil }
+        let delivery = Delivery(
+            platform: row.platform, kind: row.kind, token: token, content: .prepared(payload), priority: row.priority ?? 10,
+            expiration: now + (row.kind == .start ? liveActivityExpirationSeconds : alertExpirationSeconds), id: row.apnsID,
+            bundleID: bundleID, environment: row.environment ?? .production, sessionID: row.sessionID, timestamp: now)
+        return Push(delivery: delivery, rows: [row], stateHash: nil, eventType: row.eventType)
     }
 }

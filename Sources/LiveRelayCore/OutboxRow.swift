@@ -7,6 +7,8 @@ public struct OutboxRow: Sendable, Hashable {
 
     public var id: Int64
     public var kind: Kind
+    /// The platform of the token an `alert`/`start` row carries (activity rows take it from the activity).
+    public var platform: Platform
     public var activityID: UUID?
     public var eventType: String
     public var secretHash: String?
@@ -23,12 +25,13 @@ public struct OutboxRow: Sendable, Hashable {
     public var attempts: Int
 
     public init(
-        id: Int64, kind: Kind, activityID: UUID? = nil, eventType: String, secretHash: String? = nil, sessionID: String? = nil,
+        id: Int64, kind: Kind, platform: Platform = .ios, activityID: UUID? = nil, eventType: String, secretHash: String? = nil, sessionID: String? = nil,
         deviceToken: String? = nil, bundleID: String? = nil, environment: APNsEnvironment? = nil, payload: JSONValue? = nil,
         priority: Int? = nil, apnsID: UUID = UUID(), requestID: UUID? = nil, enqueuedAt: Double, attempts: Int = 0
     ) {
         self.id = id
         self.kind = kind
+        self.platform = platform
         self.activityID = activityID
         self.eventType = eventType
         self.secretHash = secretHash
@@ -51,9 +54,8 @@ public struct ActivitySnapshot: Sendable, Hashable {
     public var activityToken: String
     public var bundleID: String
     public var environment: APNsEnvironment
-    public var status: String
-    /// `ios` or `android` (Android delivery through FCM is not built yet).
-    public var platform: String = "ios"
+    public var status: ActivityStatus
+    public var platform: Platform
     public var contentState: JSONValue?
     public var staleDate: Int64?
     public var dismissalDate: Int64?
@@ -65,7 +67,8 @@ public struct ActivitySnapshot: Sendable, Hashable {
     public var lastPayloadHash: String?
 
     public init(
-        id: UUID, activityToken: String, bundleID: String, environment: APNsEnvironment, status: String,
+        id: UUID, activityToken: String, bundleID: String, environment: APNsEnvironment, status: ActivityStatus,
+        platform: Platform = .ios,
         contentState: JSONValue?, staleDate: Int64? = nil, dismissalDate: Int64? = nil, relevanceScore: Double? = nil,
         priority: Int = 10, message: String? = nil, lastTimestamp: Int64? = nil, lastPayloadHash: String? = nil
     ) {
@@ -74,6 +77,7 @@ public struct ActivitySnapshot: Sendable, Hashable {
         self.bundleID = bundleID
         self.environment = environment
         self.status = status
+        self.platform = platform
         self.contentState = contentState
         self.staleDate = staleDate
         self.dismissalDate = dismissalDate

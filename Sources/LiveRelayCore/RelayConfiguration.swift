@@ -6,7 +6,12 @@ public struct RelayConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     public var port: Int = 8787
     public var databaseURL: String
-    public var apns: APNsConfiguration
+    /// APNs, when configured (iOS deliveries).
+    public var apns: APNsConfiguration?
+    /// FCM HTTP v1, when configured (Android deliveries). At least one of the two is.
+    public var fcm: FCMConfiguration?
+    /// `APNS_DEFAULT_BUNDLE_ID`: the bundle ID of registrations that give none.
+    public var defaultBundleID: String?
     /// Bearer token for admin routes; admin routes answer 401 when it is unset.
     public var adminToken: String?
     /// Signs device tokens; generated and stored in the database when unset.
@@ -14,9 +19,16 @@ public struct RelayConfiguration: Sendable {
     public var logLevel: String = "info"
     public var delivery: DeliveryConfiguration = .init()
 
-    public init(databaseURL: String, apns: APNsConfiguration) {
+    public init(databaseURL: String, apns: APNsConfiguration?, fcm: FCMConfiguration? = nil) {
         self.databaseURL = databaseURL
         self.apns = apns
+        self.fcm = fcm
+        self.defaultBundleID = apns?.defaultBundleID
+    }
+
+    /// The transports configured, for the start-up line.
+    public var enabledPlatforms: [Platform] {
+        (apns == nil ? [] : [.ios]) + (fcm == nil ? [] : [.android])
     }
 
     /// Reads the configuration; throws one clear error naming the first missing or malformed setting.
@@ -26,7 +38,14 @@ public struct RelayConfiguration: Sendable {
         guard let url = URLComponents(string: databaseURL), ["postgres", "postgresql"].contains(url.scheme ?? ""), url.host != nil else {
             throw ConfigurationError(name: "DATABASE_URL", problem: "is not a postgres:// URL with a host")
         }
-        var configuration = RelayConfiguration(databaseURL: databaseURL, apns: try APNsConfiguration.fromEnvironment(&reader))
+        // A push service is configured when any of its settings is given (then all it needs must be).
+        let apnsGiven = ["APNS_TEAM_ID", "APNS_KEY_ID", "APNS_PRIVATE_KEY", "APNS_PRIVATE_KEY_FILE"]
+            .contains { reader.optional($0) != nil }
+        let fcmGiven = ["FCM_PROJECT_ID", "FCM_SERVICE_ACCOUNT", "FCM_SERVICE_ACCOUNT_FILE"].contains { reader.optional($0) != nil }
+        let fcm = fcmGiven ? try FCMConfiguration.fromEnvironment(&reader) : nil
+        let apns = apnsGiven || fcm == nil ? try APNsConfiguration.fromEnvironment(&reader, fcmPossible: true) : nil
+        var configuration = RelayConfiguration(databaseURL: databaseURL, apns: apns, fcm: fcm)
+        configuration.defaultBundleID = reader.optional("APNS_DEFAULT_BUNDLE_ID")
         configuration.host = reader.optional("HOST") ?? "127.0.0.1"
         configuration.port = try reader.integer("PORT", default: 8787, range: 0...65535)
         configuration.adminToken = reader.optional("LIVERELAY_ADMIN_TOKEN")
@@ -78,8 +97,10 @@ public struct APNsConfiguration: Sendable {
         self.defaultBundleID = defaultBundleID
     }
 
-    static func fromEnvironment(_ reader: inout EnvironmentReader) throws -> APNsConfiguration {
-        let teamID = try reader.required("APNS_TEAM_ID", hint: "your Apple developer team ID")
+    static func fromEnvironment(_ reader: inout EnvironmentReader, fcmPossible: Bool = false) throws -> APNsConfiguration {
+        let teamID = try reader.required("APNS_TEAM_ID", hint: """
+            your Apple developer team ID\(fcmPossible ? "; or configure only FCM with FCM_SERVICE_ACCOUNT_FILE" : "")
+            """)
         let keyID = try reader.required("APNS_KEY_ID", hint: "the key ID of your APNs auth key (.p8)")
         var pem: String
         if let inline = reader.optional("APNS_PRIVATE_KEY") {

@@ -46,3 +46,8 @@ public func constantTimeEquals(_ lhs: some Collection<UInt8>, _ rhs: some Collec
     for (left, right) in zip(lhs, rhs) { difference |= left ^ right }
     return difference == 0
 }
+
+/// The last characters of a token, for logs and the delivery log; never the whole token.
+public func redactedToken(_ token: String) -> String {
+    token.count <= 8 ? "…" : "…" + token.suffix(8)
+}

@@ -1,5 +1,4 @@
 import Foundation
-import LiveRelayAPNs
 import LiveRelayCore
 import LiveRelayPostgres
 import Logging
@@ -8,14 +7,15 @@ import PostgresNIO
 import ServiceLifecycle
 import Synchronization
 
-/// Claims due outbox rows, sends them to APNs and records every outcome, one transaction per batch.
+/// Claims due outbox rows, delivers them through each platform's transport and records every outcome, one
+/// transaction per batch.
 ///
 /// A crash at any point rolls the batch back: the rows are claimed again and the worst case is a resend of
 /// the batch that was in flight.
 public final class DeliveryWorker: Service, Sendable {
     private let connector: DatabaseConnector
     private let listener: WakeupListener
-    private let sender: PushSender
+    private let transports: [TransportKind: any DeliveryTransport]
     private let configuration: DeliveryConfiguration
     private let logger: Logger
     private let store: OutboxStore
@@ -25,14 +25,15 @@ public final class DeliveryWorker: Service, Sendable {
     private let stopping: StopSignal
     private let metrics: RelayMetrics?
 
-    public init(connector: DatabaseConnector, listener: WakeupListener, sender: PushSender,
+    /// - Parameter transports: one per configured push service; deliveries for the others are settled `failed`.
+    public init(connector: DatabaseConnector, listener: WakeupListener, transports: [any DeliveryTransport],
                 configuration: DeliveryConfiguration, metrics: RelayMetrics? = nil, stop: StopSignal = StopSignal(),
                 logger: Logger) {
         self.stopping = stop
         self.metrics = metrics
         self.connector = connector
         self.listener = listener
-        self.sender = sender
+        self.transports = Dictionary(transports.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
         self.configuration = configuration
         self.logger = logger
         self.store = OutboxStore(logger: logger)
@@ -56,8 +57,8 @@ public final class DeliveryWorker: Service, Sendable {
         listener.ringAll()
     }
 
-    /// The longest a batch may take (then it rolls back): APNs gets at most `batchLimitSeconds` (60 s) of it, the
-    /// database the rest.
+    /// The longest a batch may take (then it rolls back): the push services get at most `batchLimitSeconds` (60 s)
+    /// of it, the database the rest.
     private var batchDeadline: Duration { .seconds(90) }
 
     private var isStopping: Bool { stopping.isStopped || Task.isCancelled }
@@ -151,10 +152,10 @@ public final class DeliveryWorker: Service, Sendable {
         for settled in plan.settled {
             outcome.finishedRowIDs.append(settled.row.id)
             outcome.logs.append(DeliveryLogEntry(
-                row: settled.row, status: settled.status, error: settled.reason, pushType: "liveactivity",
-                environment: nil, token: nil, apnsStatus: nil, apnsReason: nil, latencyMilliseconds: nil))
+                row: settled.row, status: settled.status, error: settled.reason, transport: nil, pushType: nil,
+                environment: nil, token: nil, providerStatus: nil, providerReason: nil, latencyMilliseconds: nil))
         }
-        let results = await sender.sendAll(plan.pushes)
+        let results = await deliver(plan.pushes)
         let sent = clock.now
         for (push, result) in zip(plan.pushes, results) {
             record(result, of: push, into: &outcome)
@@ -166,62 +167,97 @@ public final class DeliveryWorker: Service, Sendable {
         ])
         if let metrics {
             for entry in outcome.logs {
-                metrics.recordOutcome(status: entry.status, reason: entry.apnsReason)
-                if let latency = entry.latencyMilliseconds, entry.status != "coalesced" {
-                    metrics.recordCommitToAPNs(seconds: latency / 1000)
+                metrics.recordOutcome(status: entry.status, reason: entry.providerReason, transport: entry.transport)
+                if let latency = entry.latencyMilliseconds, let transport = entry.transport, entry.status != .coalesced {
+                    metrics.recordCommitToDelivery(seconds: latency / 1000, transport: transport)
                 }
             }
         }
         return (rows.count, plan.settled.count + plan.pushes.reduce(0) { $0 + $1.rows.count })
     }
 
-    private func record(_ result: PushSender.Result, of push: DeliveryPlanner.Push, into outcome: inout BatchOutcome) {
+    /// Sends every push through its platform's transport, the transports side by side; results in the same order.
+    private func deliver(_ pushes: [DeliveryPlanner.Push]) async -> [DeliveryResult] {
+        var groups: [TransportKind: [Int]] = [:]
+        for (index, push) in pushes.enumerated() { groups[push.delivery.platform.transport, default: []].append(index) }
+        var results = pushes.map { push in
+            let kind = push.delivery.platform.transport
+            return DeliveryResult(outcome: .rejected, error: kind.notConfiguredReason, pushType: kind.rawValue)
+        }
+        let transports = self.transports
+        let sendable = groups.compactMap { kind, indices in transports[kind].map { ($0, indices) } }
+        if sendable.count == 1, let (transport, indices) = sendable.first {
+            // One transport (the common case): no child task on the path of every push.
+            let answers = await transport.deliver(indices.map { pushes[$0].delivery })
+            for (index, answer) in zip(indices, answers) { results[index] = answer }
+            return results
+        }
+        await withTaskGroup(of: ([Int], [DeliveryResult]).self) { group in
+            for (transport, indices) in sendable {
+                let deliveries = indices.map { pushes[$0].delivery }
+                group.addTask { (indices, await transport.deliver(deliveries)) }
+            }
+            for await (indices, answers) in group {
+                for (index, answer) in zip(indices, answers) { results[index] = answer }
+            }
+        }
+        return results
+    }
+
+    private func record(_ result: DeliveryResult, of push: DeliveryPlanner.Push, into outcome: inout BatchOutcome) {
         let newest = push.rows[0]
         let latency = (Date().timeIntervalSince1970 - newest.enqueuedAt) * 1000
-        let request = push.request
-        func log(_ row: OutboxRow, _ status: String, _ error: String?, response: APNsResponse?, environment: APNsEnvironment) -> DeliveryLogEntry {
+        let delivery = push.delivery
+        let transport = delivery.platform.transport
+        let configured = transports[transport] != nil
+        func log(_ row: OutboxRow, _ status: DeliveryStatus, _ error: String?, answered: Bool) -> DeliveryLogEntry {
             DeliveryLogEntry(
-                row: row, status: status, error: error, pushType: request.pushType.rawValue, environment: environment.rawValue,
-                token: request.deviceToken, apnsStatus: response?.status, apnsReason: response?.reason,
-                latencyMilliseconds: row.id == newest.id ? latency : nil)
+                row: row, status: status, error: error, transport: configured ? transport : nil, pushType: result.pushType,
+                environment: result.environment, token: delivery.token,
+                providerStatus: answered ? result.providerStatus : nil, providerReason: answered ? result.providerReason : nil,
+                latencyMilliseconds: row.id == newest.id && configured ? latency : nil)
         }
-        func finish(_ status: String, _ error: String?, response: APNsResponse?, environment: APNsEnvironment) {
+        func finish(_ status: DeliveryStatus, _ error: String?) {
             outcome.finishedRowIDs += push.rows.map(\.id)
-            outcome.logs.append(log(newest, status, error, response: response, environment: environment))
-            outcome.logs += push.rows.dropFirst().map { log($0, "coalesced", "superseded by outbox row \(newest.id)", response: nil, environment: environment) }
+            outcome.logs.append(log(newest, status, error, answered: true))
+            outcome.logs += push.rows.dropFirst().map {
+                log($0, .coalesced, "superseded by outbox row \(newest.id)", answered: false)
+            }
         }
-        switch result.decision {
-        case .sent:
-            finish("sent", nil, response: result.response, environment: result.environment)
+        let answer = result.providerStatus.map { "\(transport.rawValue.uppercased()) \($0) \(result.providerReason ?? "")" }
+        switch result.outcome {
+        case .delivered:
+            finish(.sent, nil)
             if let activityID = push.activityID, let hash = push.stateHash {
                 outcome.sentStates.append(.init(activityID: activityID, timestamp: push.timestamp, stateHash: hash))
             }
-            if result.environment != request.environment {
-                outcome.environmentChanges.append(.init(token: request.deviceToken, environment: result.environment))
+            if let environment = result.environment, environment != delivery.environment {
+                outcome.environmentChanges.append(.init(token: delivery.token, environment: environment))
             }
-        case .invalidateToken, .tryOtherEnvironment:
-            let reason = result.response?.reason ?? "InvalidToken"
-            finish("failed", "token invalidated: \(reason)", response: result.response, environment: result.environment)
-            logger.info("token invalidated", metadata: ["token": "\(redactedToken(request.deviceToken))", "reason": "\(reason)"])
+        case .deadToken:
+            let reason = result.providerReason ?? "InvalidToken"
+            finish(.failed, "token invalidated: \(reason)")
+            logger.info("token invalidated", metadata: [
+                "token": "\(redactedToken(delivery.token))", "reason": "\(reason)", "transport": "\(transport.rawValue)",
+            ])
             switch newest.kind {
-            case .activity: if let id = push.activityID { outcome.deadActivityTokens.append((id, request.deviceToken)) }
-            case .alert: outcome.deadDeviceTokens.append(request.deviceToken)
-            case .start: outcome.deadStartTokens.append(request.deviceToken)
+            case .activity: if let id = push.activityID { outcome.deadActivityTokens.append((id, delivery.token)) }
+            case .alert: outcome.deadDeviceTokens.append(delivery.token)
+            case .start: outcome.deadStartTokens.append(delivery.token)
             }
         case .retry(let retryAfter):
             let attempts = push.rows.map(\.attempts).max() ?? 0
             let age = Date().timeIntervalSince1970 - (push.rows.map(\.enqueuedAt).min() ?? newest.enqueuedAt)
-            let error = result.error ?? "APNs \(result.response?.status ?? 0) \(result.response?.reason ?? "")"
+            let error = result.error ?? answer ?? "no answer"
             if let delay = configuration.retry.nextDelay(
                 afterAttempt: attempts + 1, ageSeconds: age, retryAfterSeconds: retryAfter, random: Double.random(in: 0...1)) {
                 outcome.retries += push.rows.map { .init(rowID: $0.id, delaySeconds: delay, error: error) }
-                outcome.logs.append(log(newest, "retrying", "\(error); next attempt in \(Int(delay * 1000)) ms",
-                                        response: result.response, environment: result.environment))
+                outcome.logs.append(log(newest, .retrying, "\(error); next attempt in \(Int(delay * 1000)) ms", answered: true))
             } else {
-                finish("failed", "gave up after \(attempts + 1) attempts: \(error)", response: result.response, environment: result.environment)
+                finish(.failed, "gave up after \(attempts + 1) attempts: \(error)")
             }
-        case .refreshProviderToken, .fail:
-            finish("failed", result.response?.reason ?? result.error ?? "rejected", response: result.response, environment: result.environment)
+        case .rejected, .credentialsRejected:
+            finish(.failed, result.providerReason ?? result.error ?? answer ?? "rejected")
         }
     }
 }

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+import LiveRelayCore
 import Prometheus
 
 /// The relay's metrics, through swift-metrics with a Prometheus registry of its own (several relays may share a process).
@@ -17,23 +18,38 @@ public struct RelayMetrics: Sendable {
         self.factory = factory
     }
 
-    /// One delivery outcome (`sent`, `failed`, `coalesced`, `retrying`) with APNs' reason.
-    public func recordOutcome(status: String, reason: String?) {
-        Counter(label: "liverelay_deliveries_total", dimensions: [("status", status), ("reason", reason ?? "")], factory: factory).increment()
-        if status == "retrying" {
-            Counter(label: "liverelay_retries_total", factory: factory).increment()
+    /// One delivery outcome with the push service's reason.
+    public func recordOutcome(status: DeliveryStatus, reason: String?, transport: TransportKind?) {
+        Counter(label: "liverelay_deliveries_total", dimensions: [
+            ("status", status.rawValue), ("reason", reason ?? ""), ("transport", transport?.rawValue ?? ""),
+        ], factory: factory).increment()
+        if status == .retrying {
+            Counter(label: "liverelay_retries_total", dimensions: [("transport", transport?.rawValue ?? "")],
+                    factory: factory).increment()
         }
     }
 
-    /// Time from the write's commit (outbox row) to APNs' answer.
-    public func recordCommitToAPNs(seconds: Double) {
-        Timer(label: "liverelay_commit_to_apns_seconds", factory: factory).recordNanoseconds(Int64(seconds * 1_000_000_000))
+    /// Time from the write's commit (outbox row) to the push service's answer.
+    public func recordCommitToDelivery(seconds: Double, transport: TransportKind) {
+        let nanoseconds = Int64(seconds * 1_000_000_000)
+        Timer(label: "liverelay_commit_to_delivery_seconds", dimensions: [("transport", transport.rawValue)], factory: factory)
+            .recordNanoseconds(nanoseconds)
+        if transport == .apns {
+            // The APNs-only name of earlier releases, kept for one release for dashboards that use it.
+            Timer(label: "liverelay_commit_to_apns_seconds", factory: factory).recordNanoseconds(nanoseconds)
+        }
     }
 
     /// Values read at scrape time.
-    public func setGauges(queueDepth: Int, subscribers: Int, providerTokens: Int) {
+    public func setGauges(queueDepth: Int, subscribers: Int, credentialsMinted: [TransportKind: Int]) {
         Gauge(label: "liverelay_queue_depth", factory: factory).record(queueDepth)
         Gauge(label: "liverelay_sse_subscribers", factory: factory).record(subscribers)
-        Gauge(label: "liverelay_provider_tokens_minted", factory: factory).record(providerTokens)
+        for (transport, count) in credentialsMinted {
+            Gauge(label: "liverelay_credentials_minted", dimensions: [("transport", transport.rawValue)], factory: factory)
+                .record(count)
+        }
+        if let apns = credentialsMinted[.apns] {
+            Gauge(label: "liverelay_provider_tokens_minted", factory: factory).record(apns)
+        }
     }
 }

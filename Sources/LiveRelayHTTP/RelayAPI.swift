@@ -1,6 +1,5 @@
 import Foundation
 import Hummingbird
-import LiveRelayAPNs
 import LiveRelayCore
 import LiveRelayDelivery
 import LiveRelayPostgres
@@ -15,7 +14,8 @@ public struct RelayAPI: Sendable {
     public var hub: BroadcastHub
     public var pool: PostgresClient
     public var metrics: RelayMetrics
-    public var tokens: ProviderTokenSource
+    /// Credentials minted per transport, for `/metrics`.
+    public var credentialsMinted: @Sendable () -> [TransportKind: Int]
     public var auth: Authenticator
     public var defaultBundleID: String?
     /// `openapi.json` from the project folder (beside `migrations/`).
@@ -23,14 +23,14 @@ public struct RelayAPI: Sendable {
     public var logger: Logger
 
     public init(migrator: Migrator, listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient, metrics: RelayMetrics,
-                tokens: ProviderTokenSource, auth: Authenticator, defaultBundleID: String?, openAPIDocument: Data?,
+                credentialsMinted: @escaping @Sendable () -> [TransportKind: Int], auth: Authenticator, defaultBundleID: String?, openAPIDocument: Data?,
                 logger: Logger) {
         self.migrator = migrator
         self.listener = listener
         self.hub = hub
         self.pool = pool
         self.metrics = metrics
-        self.tokens = tokens
+        self.credentialsMinted = credentialsMinted
         self.auth = auth
         self.defaultBundleID = defaultBundleID
         self.openAPIDocument = openAPIDocument
@@ -49,7 +49,7 @@ public struct RelayAPI: Sendable {
         AdminRoutes(auth: auth, database: database).register(on: router)
         ViewRoutes(auth: auth, database: database).register(on: router)
         LiveActivityRoutes(auth: auth, database: database, defaultBundleID: defaultBundleID).register(on: router)
-        MetricsRoutes(metrics: metrics, database: database, hub: hub, tokens: tokens).register(on: router)
+        MetricsRoutes(metrics: metrics, database: database, hub: hub, credentialsMinted: credentialsMinted).register(on: router)
         DocumentRoutes(openAPI: openAPIDocument).register(on: router)
         table.set(router.routes.map { ($0.path.description, $0.method.rawValue) })
         return router

@@ -32,29 +32,30 @@ public struct OutboxStore: Sendable {
         // A prepared statement: planned once per connection, not once per batch.
         let stream = try await connection.execute(ClaimStatement(limit: Int64(limit)), logger: logger)
         var claim = Claim(now: Int64(Date().timeIntervalSince1970))
-        for try await (id, kind, activityID, eventType, secretHash, sessionID, deviceToken, bundleID, env, payload, priority,
+        for try await (id, kind, rowPlatform, activityID, eventType, secretHash, sessionID, deviceToken, bundleID, env, payload, priority,
                        apnsID, requestID, enqueuedAt, attempts, dbNow, locked,
                        snapshotID, token, snapshotBundle, snapshotEnv, status, contentState, stale, dismissal, relevance, snapshotPriority,
                        hasMessage, message, lastTimestamp, lastPayload, platform) in stream
         {
             claim.now = dbNow
             claim.rows.append(OutboxRow(
-                id: id, kind: OutboxRow.Kind(rawValue: kind) ?? .alert, activityID: activityID, eventType: eventType,
+                id: id, kind: OutboxRow.Kind(rawValue: kind) ?? .alert, platform: Platform(rawValue: rowPlatform) ?? .ios,
+                activityID: activityID, eventType: eventType,
                 secretHash: secretHash, sessionID: sessionID, deviceToken: deviceToken, bundleID: bundleID,
                 environment: env.flatMap(APNsEnvironment.init(rawValue:)), payload: payload.flatMap { try? JSONValue(parsing: $0) },
                 priority: priority.map(Int.init), apnsID: apnsID, requestID: requestID, enqueuedAt: enqueuedAt,
                 attempts: Int(attempts)))
             guard locked, let activityID else { continue }
             claim.lockedActivities.insert(activityID)
-            guard claim.snapshots[activityID] == nil, snapshotID != nil, let token, let snapshotBundle, let status else { continue }
-            var snapshot = ActivitySnapshot(
+            guard claim.snapshots[activityID] == nil, snapshotID != nil, let token, let snapshotBundle,
+                  let status = status.flatMap(ActivityStatus.init(rawValue:)) else { continue }
+            claim.snapshots[activityID] = ActivitySnapshot(
                 id: activityID, activityToken: token, bundleID: snapshotBundle,
                 environment: snapshotEnv.flatMap(APNsEnvironment.init(rawValue:)) ?? .production, status: status,
+                platform: platform.flatMap(Platform.init(rawValue:)) ?? .ios,
                 contentState: contentState.flatMap { try? JSONValue(parsing: $0) }, staleDate: stale, dismissalDate: dismissal,
                 relevanceScore: relevance, priority: Int(snapshotPriority ?? 10), message: hasMessage ? (message ?? "") : nil,
                 lastTimestamp: lastTimestamp, lastPayloadHash: lastPayload)
-            snapshot.platform = platform ?? "ios"
-            claim.snapshots[activityID] = snapshot
         }
         return claim
     }
@@ -73,21 +74,24 @@ public struct OutboxStore: Sendable {
         try await connection.query("""
             WITH logged AS (
                 INSERT INTO delivery_log (secret_hash, event_type, session_id, status, error, outbox_id, activity_id, push_type,
-                                          apns_env, token_suffix, apns_id, apns_status, apns_reason, attempt, latency_ms, request_id)
+                                          apns_env, token_suffix, apns_id, apns_status, apns_reason, attempt, latency_ms, request_id,
+                                          transport, provider_status, provider_reason)
                 SELECT nullif(l.secret_hash, ''), l.event_type, nullif(l.session_id, ''), l.status, nullif(l.error, ''), l.outbox_id,
-                       nullif(l.activity_id, '')::uuid, l.push_type, nullif(l.apns_env, ''), nullif(l.token_suffix, ''),
-                       l.apns_id, nullif(l.apns_status, 0), nullif(l.apns_reason, ''), l.attempt, nullif(l.latency_ms, -1),
-                       nullif(l.request_id, '')::uuid
+                       nullif(l.activity_id, '')::uuid, nullif(l.push_type, ''), nullif(l.apns_env, ''), nullif(l.token_suffix, ''),
+                       l.apns_id, CASE WHEN l.transport = 'apns' THEN nullif(l.status_code, 0) END,
+                       CASE WHEN l.transport = 'apns' THEN nullif(l.reason, '') END, l.attempt, nullif(l.latency_ms, -1),
+                       nullif(l.request_id, '')::uuid, nullif(l.transport, ''), nullif(l.status_code, 0), nullif(l.reason, '')
                 FROM unnest(\(logs.map { $0.secretHash ?? "" })::text[], \(logs.map(\.eventType))::text[],
-                            \(logs.map { $0.sessionID ?? "" })::text[], \(logs.map(\.status))::text[], \(logs.map { $0.error ?? "" })::text[],
+                            \(logs.map { $0.sessionID ?? "" })::text[], \(logs.map(\.status.rawValue))::text[], \(logs.map { $0.error ?? "" })::text[],
                             \(logs.map(\.outboxID))::int8[], \(logs.map { $0.activityID?.uuidString ?? "" })::text[],
-                            \(logs.map(\.pushType))::text[], \(logs.map { $0.environment ?? "" })::text[],
+                            \(logs.map { $0.pushType ?? "" })::text[], \(logs.map { $0.environment ?? "" })::text[],
                             \(logs.map { $0.tokenSuffix ?? "" })::text[], \(logs.map(\.apnsID))::uuid[],
-                            \(logs.map { Int32($0.apnsStatus ?? 0) })::int4[], \(logs.map { $0.apnsReason ?? "" })::text[],
+                            \(logs.map { Int32($0.providerStatus ?? 0) })::int4[], \(logs.map { $0.providerReason ?? "" })::text[],
                             \(logs.map { Int32($0.attempt) })::int4[], \(logs.map { $0.latencyMilliseconds ?? -1 })::float8[],
-                            \(logs.map { $0.requestID?.uuidString ?? "" })::text[])
+                            \(logs.map { $0.requestID?.uuidString ?? "" })::text[],
+                            \(logs.map { $0.transport?.rawValue ?? "" })::text[])
                      AS l(secret_hash, event_type, session_id, status, error, outbox_id, activity_id, push_type, apns_env,
-                          token_suffix, apns_id, apns_status, apns_reason, attempt, latency_ms, request_id)
+                          token_suffix, apns_id, status_code, reason, attempt, latency_ms, request_id, transport)
             ), removed AS (
                 DELETE FROM delivery_outbox WHERE id = ANY(\(outcome.finishedRowIDs)::int8[])
             ), rescheduled AS (
@@ -139,14 +143,14 @@ public struct OutboxStore: Sendable {
 
 /// The claim query (see `OutboxStore.claim`).
 struct ClaimStatement: PostgresPreparedStatement {
-    typealias Row = (Int64, String, UUID?, String, String?, String?, String?, String?, String?, String?, Int32?, UUID, UUID?,
+    typealias Row = (Int64, String, String, UUID?, String, String?, String?, String?, String?, String?, String?, Int32?, UUID, UUID?,
                      Double, Int32, Int64, Bool,
                      UUID?, String?, String?, String?, String?, String?, Int64?, Int64?, Double?, Int32?, Bool, String?, Int64?,
                      String?, String?)
-    static let name = "liverelay_claim_v2"
+    static let name = "liverelay_claim_v3"
     static let sql = """
             WITH claimed AS MATERIALIZED (
-                SELECT id, kind, activity_id, event_type, secret_hash, session_id, device_token, bundle_id, apns_env, payload,
+                SELECT id, kind, platform, activity_id, event_type, secret_hash, session_id, device_token, bundle_id, apns_env, payload,
                        priority, apns_id, request_id, enqueued_at, attempts, next_attempt_at
                 FROM delivery_outbox
                 WHERE next_attempt_at <= now()
@@ -160,7 +164,7 @@ struct ClaimStatement: PostgresPreparedStatement {
                 -- Read after the locks are held, with a fresh snapshot (see sql/040_delivery.sql).
                 SELECT * FROM liverelay_locked_activity_states(ARRAY(SELECT activity_id FROM locked))
             )
-            SELECT c.id, c.kind, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token, c.bundle_id, c.apns_env,
+            SELECT c.id, c.kind, c.platform, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token, c.bundle_id, c.apns_env,
                    c.payload::text, c.priority::int4, c.apns_id, c.request_id, extract(epoch FROM c.enqueued_at)::float8, c.attempts,
                    floor(extract(epoch FROM clock_timestamp()))::int8, l.activity_id IS NOT NULL,
                    a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state,
@@ -232,22 +236,25 @@ public struct DeliveryLogEntry: Sendable {
     public var secretHash: String?
     public var eventType: String
     public var sessionID: String?
-    public var status: String
+    public var status: DeliveryStatus
     public var error: String?
     public var outboxID: Int64
     public var activityID: UUID?
-    public var pushType: String
+    /// The push service that answered (nil for rows settled without a request).
+    public var transport: TransportKind?
+    public var pushType: String?
     public var environment: String?
     public var tokenSuffix: String?
     public var apnsID: UUID
-    public var apnsStatus: Int?
-    public var apnsReason: String?
+    public var providerStatus: Int?
+    public var providerReason: String?
     public var attempt: Int
     public var latencyMilliseconds: Double?
     public var requestID: UUID?
 
-    public init(row: OutboxRow, status: String, error: String?, pushType: String, environment: String?, token: String?,
-                apnsStatus: Int?, apnsReason: String?, latencyMilliseconds: Double?) {
+    public init(row: OutboxRow, status: DeliveryStatus, error: String?, transport: TransportKind?, pushType: String?,
+                environment: APNsEnvironment?, token: String?, providerStatus: Int?, providerReason: String?,
+                latencyMilliseconds: Double?) {
         self.secretHash = row.secretHash
         self.eventType = row.eventType
         self.sessionID = row.sessionID
@@ -255,12 +262,13 @@ public struct DeliveryLogEntry: Sendable {
         self.error = error
         self.outboxID = row.id
         self.activityID = row.activityID
+        self.transport = transport
         self.pushType = pushType
-        self.environment = environment
+        self.environment = transport == .apns ? environment?.rawValue : nil
         self.tokenSuffix = token.map { String($0.suffix(8)) }
         self.apnsID = row.apnsID
-        self.apnsStatus = apnsStatus
-        self.apnsReason = apnsReason
+        self.providerStatus = providerStatus
+        self.providerReason = providerReason
         self.attempt = row.attempts + 1
         self.latencyMilliseconds = latencyMilliseconds
         self.requestID = row.requestID

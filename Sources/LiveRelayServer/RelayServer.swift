@@ -39,10 +39,11 @@ public struct RelayServer: Sendable {
 
     /// The HTTP API's routes over the given services.
     func makeAPI(listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient, metrics: RelayMetrics,
-                 tokens: ProviderTokenSource, auth: Authenticator) -> RelayAPI {
+                 credentialsMinted: @escaping @Sendable () -> [TransportKind: Int], auth: Authenticator) -> RelayAPI {
         RelayAPI(
-            migrator: migrator, listener: listener, hub: hub, pool: pool, metrics: metrics, tokens: tokens, auth: auth,
-            defaultBundleID: configuration.apns.defaultBundleID, openAPIDocument: openAPIDocument, logger: logger)
+            migrator: migrator, listener: listener, hub: hub, pool: pool, metrics: metrics,
+            credentialsMinted: credentialsMinted, auth: auth, defaultBundleID: configuration.defaultBundleID,
+            openAPIDocument: openAPIDocument, logger: logger)
     }
 
     /// "METHOD /path" of every route, with `{parameter}` as OpenAPI writes it (for the document's completeness test).
@@ -51,8 +52,7 @@ public struct RelayServer: Sendable {
         return makeAPI(
             listener: listener, hub: BroadcastHub(connector: connector, listener: listener, logger: logger),
             pool: PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger), metrics: RelayMetrics(),
-            tokens: try ProviderTokenSource(teamID: "T", keyID: "K", privateKeyPEM: configuration.apns.privateKeyPEM),
-            auth: Authenticator(adminToken: nil, tokenSecret: "unused")
+            credentialsMinted: { [:] }, auth: Authenticator(adminToken: nil, tokenSecret: "unused")
         ).routeSignatures()
     }
 
@@ -79,23 +79,19 @@ public struct RelayServer: Sendable {
     public func run(handleSignals: Bool = true, onReady: (@Sendable (Int) async -> Void)? = nil) async throws {
         let listener = WakeupListener(connector: connector, logger: logger)
         let metrics = RelayMetrics()
-        let tokens = try ProviderTokenSource(
-            teamID: configuration.apns.teamID, keyID: configuration.apns.keyID, privateKeyPEM: configuration.apns.privateKeyPEM)
-        // One APNs client (one HTTP/2 connection per environment) per worker: a connection's streams are handled on
-        // one event loop thread, so several connections spread the work over the cores. The provider token is shared.
-        let clients = try (0..<configuration.delivery.workers).map { _ in try APNsClient(configuration: configuration.apns, tokens: tokens) }
+        let transports = try makeTransports()
         let stop = StopSignal()
-        let workers = clients.enumerated().map { index, client in
+        let workers = transports.perWorker.enumerated().map { index, workerTransports in
             var workerLogger = logger
             workerLogger[metadataKey: "worker"] = "\(index)"
             return DeliveryWorker(
-                connector: connector, listener: listener, sender: PushSender(client: client, logger: workerLogger),
+                connector: connector, listener: listener, transports: workerTransports,
                 configuration: configuration.delivery, metrics: metrics, stop: stop, logger: workerLogger)
         }
         let hub = BroadcastHub(connector: connector, listener: listener, logger: logger)
         let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger)
         let router = makeAPI(
-            listener: listener, hub: hub, pool: pool, metrics: metrics, tokens: tokens,
+            listener: listener, hub: hub, pool: pool, metrics: metrics, credentialsMinted: transports.credentialsMinted,
             auth: Authenticator(adminToken: configuration.adminToken, tokenSecret: try await tokenSecret())
         ).makeRouter()
         let host = configuration.host
@@ -125,12 +121,13 @@ public struct RelayServer: Sendable {
         groupConfiguration.maximumGracefulShutdownDuration = Self.gracefulShutdownBudget
         groupConfiguration.maximumCancellationDuration = .seconds(1)
         let group = ServiceGroup(configuration: groupConfiguration)
+        let all = transports.perWorker.joined()
         do {
             try await group.run()
         } catch {
-            for client in clients { try? await client.shutdown() }
+            for transport in all { await transport.shutdown() }
             throw error
         }
-        for client in clients { try? await client.shutdown() }
+        for transport in all { await transport.shutdown() }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayAPNs
 import LiveRelayCore
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayAPNs
 import LiveRelayCore
 import Testing
 
@@ -7,7 +8,7 @@ struct DeliveryPlannerTests {
     let activity = UUID()
     let planner = DeliveryPlanner()
 
-    func snapshot(state: JSONValue = .object(["n": .integer(3)]), status: String = "active", lastHash: String? = nil,
+    func snapshot(state: JSONValue = .object(["n": .integer(3)]), status: ActivityStatus = .active, lastHash: String? = nil,
                   lastTimestamp: Int64? = nil, message: String? = nil) -> ActivitySnapshot {
         ActivitySnapshot(
             id: activity, activityToken: "aa11", bundleID: "b.app", environment: .sandbox, status: status, contentState: state,
@@ -24,10 +25,10 @@ struct DeliveryPlannerTests {
         let push = try #require(plan.pushes.first)
         #expect(plan.pushes.count == 1)
         #expect(push.rows.map(\.id) == [9, 7, 4])
-        #expect(push.request.apnsID == push.rows[0].apnsID)
-        #expect(push.request.topic == "b.app.push-type.liveactivity")
-        #expect(push.request.environment == .sandbox)
-        #expect(push.request.priority == 5)
+        #expect(push.delivery.id == push.rows[0].apnsID)
+        #expect(APNsTransport.request(for: push.delivery).topic == "b.app.push-type.liveactivity")
+        #expect(push.delivery.environment == .sandbox)
+        #expect(push.delivery.priority == 5)
     }
 
     @Test("the state last sent is not sent again")
@@ -36,7 +37,7 @@ struct DeliveryPlannerTests {
         let again = planner.plan(rows: rows([2]), snapshots: [activity: snapshot(lastHash: first.stateHash, lastTimestamp: 100)],
                                  lockedActivities: [activity], now: 101)
         #expect(again.pushes.isEmpty)
-        #expect(again.settled.map(\.status) == ["coalesced"])
+        #expect(again.settled.map(\.status) == [.coalesced])
     }
 
     @Test("aps.timestamp never goes backwards, even if the clock does")
@@ -47,10 +48,10 @@ struct DeliveryPlannerTests {
 
     @Test("an ended activity gets an end push at priority 10; an invalidated one gets nothing")
     func endAndInvalidated() throws {
-        let end = planner.plan(rows: rows([1]), snapshots: [activity: snapshot(status: "ended")], lockedActivities: [activity], now: 1)
+        let end = planner.plan(rows: rows([1]), snapshots: [activity: snapshot(status: .ended)], lockedActivities: [activity], now: 1)
         #expect(end.pushes.first?.eventType == "end")
-        #expect(end.pushes.first?.request.priority == 10)
-        let dead = planner.plan(rows: rows([1]), snapshots: [activity: snapshot(status: "invalidated")], lockedActivities: [activity], now: 1)
+        #expect(end.pushes.first?.delivery.priority == 10)
+        let dead = planner.plan(rows: rows([1]), snapshots: [activity: snapshot(status: .invalidated)], lockedActivities: [activity], now: 1)
         #expect(dead.pushes.isEmpty)
         #expect(dead.settled.first?.reason == "TokenInvalidated")
     }

@@ -1,3 +1,5 @@
+import LiveRelayCore
+
 /// What to do after APNs answered one push (Apple's status codes and reasons).
 public enum DeliveryDecision: Sendable, Hashable {
     /// Accepted by APNs.

@@ -1,12 +1,5 @@
 import Foundation
-
-/// Which APNs server a token belongs to.
-public enum APNsEnvironment: String, Sendable, Hashable, CaseIterable {
-    case sandbox, production
-
-    /// The other environment, tried once when APNs says a token is bad for this one.
-    public var other: APNsEnvironment { self == .sandbox ? .production : .sandbox }
-}
+import LiveRelayCore
 
 /// The `apns-push-type` header.
 public enum PushType: String, Sendable, Hashable {
@@ -61,9 +54,4 @@ public struct APNsResponse: Sendable, Hashable {
         self.apnsID = apnsID
         self.retryAfterSeconds = retryAfterSeconds
     }
-}
-
-/// The last characters of a token, for logs and the delivery log; never the whole token.
-public func redactedToken(_ token: String) -> String {
-    token.count <= 8 ? "…" : "…" + token.suffix(8)
 }

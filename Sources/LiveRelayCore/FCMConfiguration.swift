@@ -1,0 +1,87 @@
+import _CryptoExtras
+import Foundation
+
+/// How the relay reaches FCM HTTP v1 (DESIGN.md "Android: FCM HTTP v1 data messages").
+public struct FCMConfiguration: Sendable {
+    public var projectID: String
+    public var serviceAccount: FCMServiceAccount
+    /// `FCM_URL`, without a trailing slash.
+    public var url: String = "https://fcm.googleapis.com"
+    /// Extra PEM trust roots for FCM and its token endpoint (for a simulator).
+    public var caFile: String?
+    /// How long FCM may go without answering any request of a batch (as for APNs).
+    public var requestTimeoutSeconds: Double = 10
+    /// The longest a batch waits for FCM however steadily it answers.
+    public var batchLimitSeconds: Double = 60
+
+    public init(projectID: String, serviceAccount: FCMServiceAccount) {
+        self.projectID = projectID
+        self.serviceAccount = serviceAccount
+    }
+
+    static func fromEnvironment(_ reader: inout EnvironmentReader) throws -> FCMConfiguration {
+        let variable: String, text: String
+        if let inline = reader.optional("FCM_SERVICE_ACCOUNT") {
+            (variable, text) = ("FCM_SERVICE_ACCOUNT", inline)
+        } else if let path = reader.optional("FCM_SERVICE_ACCOUNT_FILE") {
+            guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw ConfigurationError(name: "FCM_SERVICE_ACCOUNT_FILE", problem: "cannot be read (\(path))")
+            }
+            (variable, text) = ("FCM_SERVICE_ACCOUNT_FILE", contents)
+        } else {
+            throw ConfigurationError(name: "FCM_SERVICE_ACCOUNT_FILE", problem: """
+                is not set (nor FCM_SERVICE_ACCOUNT): give the path of the Firebase service-account JSON key
+                """)
+        }
+        let account = try FCMServiceAccount(json: text, variable: variable)
+        guard let projectID = reader.optional("FCM_PROJECT_ID") ?? account.projectID else {
+            throw ConfigurationError(name: "FCM_PROJECT_ID", problem: """
+                is required (the Firebase project ID; the service account names none)
+                """)
+        }
+        var configuration = FCMConfiguration(projectID: projectID, serviceAccount: account)
+        configuration.url = try reader.httpsURL("FCM_URL", default: configuration.url)
+        if let caFile = reader.optional("FCM_CA_FILE") {
+            guard FileManager.default.isReadableFile(atPath: caFile) else {
+                throw ConfigurationError(name: "FCM_CA_FILE", problem: "cannot be read (\(caFile))")
+            }
+            configuration.caFile = caFile
+        }
+        return configuration
+    }
+}
+
+/// The fields of a Google service-account key the relay uses.
+public struct FCMServiceAccount: Sendable {
+    public var clientEmail: String
+    /// RSA private key, PEM (PKCS#8 as Google issues it, or PKCS#1).
+    public var privateKeyPEM: String
+    public var privateKeyID: String
+    /// The OAuth token endpoint the assertion is posted to (and its `aud`).
+    public var tokenURI: String
+    public var projectID: String?
+
+    /// Parses and checks a service-account JSON; the error names `variable` and the field, never the key.
+    public init(json text: String, variable: String) throws {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
+            throw ConfigurationError(name: variable, problem: "is not a JSON object (a Google service-account key)")
+        }
+        func field(_ name: String) throws -> String {
+            guard let value = object[name] as? String, !value.isEmpty else {
+                throw ConfigurationError(name: variable, problem: "has no \"\(name)\" field (a Google service-account key)")
+            }
+            return value
+        }
+        clientEmail = try field("client_email")
+        privateKeyPEM = try field("private_key").replacingOccurrences(of: "\\n", with: "\n")
+        privateKeyID = try field("private_key_id")
+        tokenURI = try field("token_uri")
+        projectID = object["project_id"] as? String
+        guard (try? _RSA.Signing.PrivateKey(pemRepresentation: privateKeyPEM)) != nil else {
+            throw ConfigurationError(name: variable, problem: "field \"private_key\" is not an RSA private key in PEM")
+        }
+        guard let uri = URLComponents(string: tokenURI), uri.scheme == "https", uri.host?.isEmpty == false else {
+            throw ConfigurationError(name: variable, problem: "field \"token_uri\" is not an https:// URL")
+        }
+    }
+}

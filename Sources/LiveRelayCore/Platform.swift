@@ -1,0 +1,35 @@
+/// The platform of a device or activity row (`platform` column), which picks the transport that delivers to it.
+public enum Platform: String, Sendable, Hashable, CaseIterable {
+    case ios, android
+
+    /// The push service that reaches this platform.
+    public var transport: TransportKind {
+        switch self {
+        case .ios: return .apns
+        case .android: return .fcm
+        }
+    }
+}
+
+/// A push service the delivery engine sends through (`transport` in `delivery_log` and in metrics).
+public enum TransportKind: String, Sendable, Hashable, CaseIterable {
+    case apns, fcm
+
+    /// The reason a delivery is settled with when this transport is not configured.
+    public var notConfiguredReason: String {
+        switch self {
+        case .apns: return "APNsNotConfigured"
+        case .fcm: return "FCMNotConfigured"
+        }
+    }
+}
+
+/// `activity_registration.status`.
+public enum ActivityStatus: String, Sendable, Hashable {
+    case active, ended, invalidated
+}
+
+/// `delivery_log.status`: what became of one outbox row.
+public enum DeliveryStatus: String, Sendable, Hashable {
+    case sent, failed, coalesced, retrying
+}

@@ -1,0 +1,29 @@
+import LiveRelayAPNs
+import LiveRelayCore
+
+extension RelayServer {
+    /// The push services of one relay: a transport of each configured service per worker, and their credential counts.
+    struct Transports: Sendable {
+        var perWorker: [[any DeliveryTransport]]
+        var credentialsMinted: @Sendable () -> [TransportKind: Int]
+    }
+
+    /// One client per worker and service (one HTTP/2 connection per origin each): a connection's streams are handled
+    /// on one event loop thread, so several connections spread the work over the cores. Credentials are shared.
+    func makeTransports() throws -> Transports {
+        let workers = configuration.delivery.workers
+        var perWorker: [[any DeliveryTransport]] = Array(repeating: [], count: workers)
+        var counters: [(TransportKind, @Sendable () -> Int)] = []
+        if let apns = configuration.apns {
+            let tokens = try ProviderTokenSource(teamID: apns.teamID, keyID: apns.keyID, privateKeyPEM: apns.privateKeyPEM)
+            for index in 0..<workers {
+                perWorker[index].append(APNsTransport(client: try APNsClient(configuration: apns, tokens: tokens)))
+            }
+            counters.append((.apns, { tokens.mintCount }))
+        }
+        let minted = counters
+        return Transports(perWorker: perWorker, credentialsMinted: {
+            Dictionary(minted.map { ($0.0, $0.1()) }, uniquingKeysWith: +)
+        })
+    }
+}
