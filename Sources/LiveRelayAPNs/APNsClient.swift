@@ -9,7 +9,7 @@ import NIOSSL
 
 /// Sends pushes to APNs over long-lived HTTP/2 connections (TLS with ALPN `h2`): one connection per APNs host,
 /// made on first use and replaced after GOAWAY or a close. A batch of pushes goes out in one flush and waits for its
-/// answers while APNs keeps answering (see `PushBatch`).
+/// answers while APNs keeps answering (see `HTTP2Batch`).
 public final class APNsClient: Sendable {
     private let pool: ConnectionPool
     public let tokens: ProviderTokenSource
@@ -35,7 +35,7 @@ public final class APNsClient: Sendable {
 
     /// Sends pushes with one provider token and returns APNs' answers in the same order. A push APNs did not
     /// process (GOAWAY, `REFUSED_STREAM`) is sent once more on a new connection before it counts as failed.
-    public func send(_ pushes: [PushRequest], providerToken: String) async -> [Result<APNsResponse, APNsTransportError>] {
+    public func send(_ pushes: [PushRequest], providerToken: String) async -> [Result<APNsResponse, HTTP2ClientError>] {
         guard !pushes.isEmpty else { return [] }
         var results = await pool.send(pushes, providerToken: providerToken)
         let again = results.indices.filter {
@@ -65,7 +65,7 @@ struct Origin: Sendable, Hashable {
 
     init(url text: String) throws {
         guard let url = URL(string: text), url.scheme == "https", let host = url.host, !host.isEmpty else {
-            throw APNsTransportError.connectFailed("\(text) is not an https:// URL")
+            throw HTTP2ClientError.connectFailed("\(text) is not an https:// URL")
         }
         self.host = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         self.port = url.port ?? 443
@@ -82,27 +82,27 @@ struct Origin: Sendable, Hashable {
 /// The connections of one client and its in-flight batches. All state lives on `eventLoop`.
 final class ConnectionPool: @unchecked Sendable {
     private enum Slot {
-        case connecting(EventLoopFuture<NIOLoopBound<APNsConnection>>)
-        case ready(APNsConnection)
+        case connecting(EventLoopFuture<NIOLoopBound<HTTP2Connection>>)
+        case ready(HTTP2Connection)
     }
 
     let eventLoop: any EventLoop
     private let sslContext: NIOSSLContext
     private let origins: [APNsEnvironment: Origin]
-    private let limits: PushBatch.Limits
+    private let limits: HTTP2Batch.Limits
     /// Touched only on `eventLoop`.
     private var slots: [Origin: Slot] = [:]
 
     init(eventLoop: any EventLoop, sslContext: NIOSSLContext, origins: [APNsEnvironment: Origin],
-         limits: PushBatch.Limits) {
+         limits: HTTP2Batch.Limits) {
         self.eventLoop = eventLoop
         self.sslContext = sslContext
         self.origins = origins
         self.limits = limits
     }
 
-    func send(_ pushes: [PushRequest], providerToken: String) async -> [Result<APNsResponse, APNsTransportError>] {
-        let promise = eventLoop.makePromise(of: [Result<APNsResponse, APNsTransportError>].self)
+    func send(_ pushes: [PushRequest], providerToken: String) async -> [Result<APNsResponse, HTTP2ClientError>] {
+        let promise = eventLoop.makePromise(of: [Result<APNsResponse, HTTP2ClientError>].self)
         eventLoop.execute {
             self.start(pushes, providerToken: providerToken, promise: promise)
         }
@@ -120,9 +120,9 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     private func start(_ pushes: [PushRequest], providerToken: String,
-                       promise: EventLoopPromise<[Result<APNsResponse, APNsTransportError>]>) {
+                       promise: EventLoopPromise<[Result<APNsResponse, HTTP2ClientError>]>) {
         eventLoop.preconditionInEventLoop()
-        let batch = PushBatch(count: pushes.count, limits: limits, eventLoop: eventLoop, promise: promise)
+        let batch = HTTP2Batch(count: pushes.count, limits: limits, eventLoop: eventLoop, promise: promise)
         batch.startTimer()
         var byEnvironment: [APNsEnvironment: [Int]] = [:]
         for (index, push) in pushes.enumerated() { byEnvironment[push.environment, default: []].append(index) }
@@ -171,7 +171,7 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     /// The live connection to an origin, or a new one.
-    private func connection(to origin: Origin) -> EventLoopFuture<NIOLoopBound<APNsConnection>> {
+    private func connection(to origin: Origin) -> EventLoopFuture<NIOLoopBound<HTTP2Connection>> {
         switch slots[origin] {
         case .ready(let connection) where connection.isUsable:
             return eventLoop.makeSucceededFuture(NIOLoopBound(connection, eventLoop: eventLoop))
@@ -191,7 +191,7 @@ final class ConnectionPool: @unchecked Sendable {
         }
     }
 
-    private func connect(to origin: Origin) -> EventLoopFuture<NIOLoopBound<APNsConnection>> {
+    private func connect(to origin: Origin) -> EventLoopFuture<NIOLoopBound<HTTP2Connection>> {
         let sslContext = self.sslContext
         return ClientBootstrap(group: eventLoop)
             .connectTimeout(.seconds(5))
@@ -204,14 +204,14 @@ final class ConnectionPool: @unchecked Sendable {
                         // The relay builds every header block it sends and talks only to APNs (or the endpoint the
                         // operator configured): checking each block again cost ~3% of the CPU per push.
                         mode: .client, headerBlockValidation: .disabled, contentLengthValidation: .disabled))
-                    try channel.pipeline.syncOperations.addHandler(APNsConnection(eventLoop: channel.eventLoop))
+                    try channel.pipeline.syncOperations.addHandler(HTTP2Connection(eventLoop: channel.eventLoop))
                 }
             }
             .connect(host: origin.host, port: origin.port)
             .flatMap { channel in
                 do {
                     let connection = NIOLoopBound(
-                        try channel.pipeline.syncOperations.handler(type: APNsConnection.self), eventLoop: channel.eventLoop)
+                        try channel.pipeline.syncOperations.handler(type: HTTP2Connection.self), eventLoop: channel.eventLoop)
                     return connection.value.ready.futureResult.map { connection }
                 } catch {
                     return channel.eventLoop.makeFailedFuture(error)

@@ -109,7 +109,7 @@ public struct APNsTransport: DeliveryTransport {
             pushType: request.pushType.rawValue, environment: environment)
     }
 
-    private func decision(_ answer: Result<APNsResponse, APNsTransportError>) -> DeliveryDecision? {
+    private func decision(_ answer: Result<APNsResponse, HTTP2ClientError>) -> DeliveryDecision? {
         if case .success(let response) = answer { return DeliveryDecision.classify(response) }
         return nil
     }

@@ -6,7 +6,7 @@ import NIOSSL
 import NIOTLS
 
 /// Why a push got no answer from APNs.
-public enum APNsTransportError: Error, Sendable, CustomStringConvertible {
+public enum HTTP2ClientError: Error, Sendable, CustomStringConvertible {
     /// No connection could be made (DNS, TCP, TLS).
     case connectFailed(String)
     /// The connection ended while the request was in flight: APNs may or may not have it.
@@ -43,10 +43,10 @@ public enum APNsTransportError: Error, Sendable, CustomStringConvertible {
 /// run and one write), which is what makes it cheaper than a client that flushes every request on its own.
 ///
 /// Lives on its channel's event loop: every method must be called there.
-final class APNsConnection: ChannelInboundHandler, RemovableChannelHandler {
+final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
-    typealias Completion = (Result<APNsResponse, APNsTransportError>) -> Void
+    typealias Completion = (Result<APNsResponse, HTTP2ClientError>) -> Void
 
     private struct Stream {
         var completion: Completion
@@ -84,7 +84,7 @@ final class APNsConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
-        ready.fail(APNsTransportError.connectionClosed)
+        ready.fail(HTTP2ClientError.connectionClosed)
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -204,14 +204,14 @@ final class APNsConnection: ChannelInboundHandler, RemovableChannelHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         closing = true
-        ready.fail(APNsTransportError.connectionClosed)
+        ready.fail(HTTP2ClientError.connectionClosed)
         failAll(.connectionClosed)
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         closing = true
-        ready.fail(APNsTransportError.protocolError("\(error)"))
+        ready.fail(HTTP2ClientError.protocolError("\(error)"))
         failAll(.protocolError("\(error)"))
         context.close(promise: nil)
     }
@@ -244,13 +244,13 @@ final class APNsConnection: ChannelInboundHandler, RemovableChannelHandler {
                                                 retryAfterSeconds: stream.retryAfter)))
     }
 
-    private func fail(_ streamID: HTTP2StreamID, _ error: APNsTransportError) {
+    private func fail(_ streamID: HTTP2StreamID, _ error: HTTP2ClientError) {
         guard let stream = streams.removeValue(forKey: streamID) else { return }
         stream.completion(.failure(error))
         closeIfDrained()
     }
 
-    private func failAll(_ error: APNsTransportError) {
+    private func failAll(_ error: HTTP2ClientError) {
         let failed = streams
         streams = [:]
         for (_, stream) in failed { stream.completion(.failure(error)) }

@@ -7,24 +7,24 @@ import Testing
 /// A batch waits while APNs keeps answering and gives up only after a silence (or its overall limit): a request
 /// given up on after APNs accepted it would be sent twice.
 @Suite("APNs batch limits")
-struct PushBatchTests {
-    typealias Answers = [Result<APNsResponse, APNsTransportError>]
+struct HTTP2BatchTests {
+    typealias Answers = [Result<APNsResponse, HTTP2ClientError>]
 
     /// Runs a batch of `count` requests on an embedded loop; `script` answers them as time moves.
     func run(count: Int, silence: Double = 10, limit: Double = 60,
-             _ script: (EmbeddedEventLoop, PushBatch) -> Void) -> Answers? {
+             _ script: (EmbeddedEventLoop, HTTP2Batch) -> Void) -> Answers? {
         let loop = EmbeddedEventLoop()
         let promise = loop.makePromise(of: Answers.self)
         var answers: Answers?
         promise.futureResult.whenSuccess { answers = $0 }
-        let batch = PushBatch(count: count, limits: .init(silenceSeconds: silence, batchSeconds: limit),
+        let batch = HTTP2Batch(count: count, limits: .init(silenceSeconds: silence, batchSeconds: limit),
                               eventLoop: loop, promise: promise)
         batch.startTimer()
         script(loop, batch)
         return answers
     }
 
-    static let ok = Result<APNsResponse, APNsTransportError>.success(
+    static let ok = Result<APNsResponse, HTTP2ClientError>.success(
         APNsResponse(status: 200, reason: nil, apnsID: nil))
 
     @Test("answers that keep coming are waited for, however long the batch takes in all")

@@ -8,16 +8,16 @@ import NIOHTTP2
 /// connection or the server is stuck), or after `batchSeconds` in all. A fixed deadline per request was wrong: a
 /// server working through hundreds of requests on a loaded machine answers the last ones late, and a request given up
 /// on after APNs accepted it is sent again (the fault suite saw 608 such duplicates under CPU load).
-final class PushBatch {
+final class HTTP2Batch {
     struct Limits: Sendable {
         var silenceSeconds: Double
         var batchSeconds: Double
     }
 
-    private var results: [Result<APNsResponse, APNsTransportError>?]
+    private var results: [Result<APNsResponse, HTTP2ClientError>?]
     private var remaining: Int
-    private let promise: EventLoopPromise<[Result<APNsResponse, APNsTransportError>]>
-    private var streams: [(APNsConnection, HTTP2StreamID)?]
+    private let promise: EventLoopPromise<[Result<APNsResponse, HTTP2ClientError>]>
+    private var streams: [(HTTP2Connection, HTTP2StreamID)?]
     private let limits: Limits
     /// Time comes from the loop (a test's embedded loop moves it by hand).
     private let eventLoop: any EventLoop
@@ -26,7 +26,7 @@ final class PushBatch {
     private var timer: Scheduled<Void>?
 
     init(count: Int, limits: Limits, eventLoop: any EventLoop,
-         promise: EventLoopPromise<[Result<APNsResponse, APNsTransportError>]>) {
+         promise: EventLoopPromise<[Result<APNsResponse, HTTP2ClientError>]>) {
         self.results = Array(repeating: nil, count: count)
         self.streams = Array(repeating: nil, count: count)
         self.remaining = count
@@ -58,11 +58,11 @@ final class PushBatch {
     func isWaiting(_ index: Int) -> Bool { results[index] == nil }
 
     /// Remembers the stream of a request still waiting for its answer (to reset it at the deadline).
-    func track(_ index: Int, on connection: APNsConnection, streamID: HTTP2StreamID) {
+    func track(_ index: Int, on connection: HTTP2Connection, streamID: HTTP2StreamID) {
         if results[index] == nil { streams[index] = (connection, streamID) }
     }
 
-    func complete(_ index: Int, _ result: Result<APNsResponse, APNsTransportError>) {
+    func complete(_ index: Int, _ result: Result<APNsResponse, HTTP2ClientError>) {
         guard results[index] == nil else { return }
         results[index] = result
         lastAnswer = eventLoop.now
@@ -75,7 +75,7 @@ final class PushBatch {
     }
 
     /// A limit passed: requests still open are reset and count as unanswered.
-    private func expire(_ error: APNsTransportError) {
+    private func expire(_ error: HTTP2ClientError) {
         for index in results.indices where results[index] == nil {
             if let (connection, streamID) = streams[index] { connection.cancel(streamID) }
             complete(index, .failure(error))
