@@ -44,18 +44,38 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // APNs provider API client: provider tokens and HTTP/2 requests.
+        // An HTTP/2 + TLS client that sends batches of requests over long-lived connections (APNs, FCM, OAuth).
         .target(
-            name: "LiveRelayAPNs",
+            name: "LiveRelayHTTP2Client",
             dependencies: [
-                "LiveRelayCore",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // APNs: provider tokens, the provider API's requests and answers, and the APNs transport.
+        .target(
+            name: "LiveRelayAPNs",
+            dependencies: [
+                "LiveRelayCore", "LiveRelayHTTP2Client",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // FCM HTTP v1: OAuth access tokens from a service account, data messages, and the FCM transport.
+        .target(
+            name: "LiveRelayFCM",
+            dependencies: [
+                "LiveRelayCore", "LiveRelayHTTP2Client",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -155,7 +175,7 @@ let package = Package(
         .testTarget(
             name: "LiveRelayCoreTests",
             dependencies: [
-                "LiveRelayCore", "LiveRelayAPNs",
+                "LiveRelayCore", "LiveRelayAPNs", "LiveRelayHTTP2Client", "LiveRelayFCM",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]

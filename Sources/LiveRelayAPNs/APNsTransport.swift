@@ -1,5 +1,6 @@
 import Foundation
 import LiveRelayCore
+import LiveRelayHTTP2Client
 import Logging
 
 /// Delivers to iOS through APNs: builds each push's request, sends a batch concurrently and applies Apple's rules

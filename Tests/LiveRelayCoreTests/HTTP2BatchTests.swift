@@ -2,13 +2,13 @@ import LiveRelayCore
 import NIOCore
 import NIOEmbedded
 import Testing
-@testable import LiveRelayAPNs
+@testable import LiveRelayHTTP2Client
 
-/// A batch waits while APNs keeps answering and gives up only after a silence (or its overall limit): a request
-/// given up on after APNs accepted it would be sent twice.
-@Suite("APNs batch limits")
+/// A batch waits while the server keeps answering and gives up only after a silence (or its overall limit): a request
+/// given up on after the server accepted it would be sent twice.
+@Suite("HTTP/2 batch limits")
 struct HTTP2BatchTests {
-    typealias Answers = [Result<APNsResponse, HTTP2ClientError>]
+    typealias Answers = [Result<HTTP2Response, HTTP2ClientError>]
 
     /// Runs a batch of `count` requests on an embedded loop; `script` answers them as time moves.
     func run(count: Int, silence: Double = 10, limit: Double = 60,
@@ -24,8 +24,8 @@ struct HTTP2BatchTests {
         return answers
     }
 
-    static let ok = Result<APNsResponse, HTTP2ClientError>.success(
-        APNsResponse(status: 200, reason: nil, apnsID: nil))
+    static let ok = Result<HTTP2Response, HTTP2ClientError>.success(
+        HTTP2Response(status: 200))
 
     @Test("answers that keep coming are waited for, however long the batch takes in all")
     func slowButSteady() throws {

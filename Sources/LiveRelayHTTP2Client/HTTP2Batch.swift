@@ -1,22 +1,18 @@
-import LiveRelayCore
 import NIOCore
 import NIOHTTP2
 
 /// The answers of one batch, filled in as they arrive; all on the pool's event loop.
 ///
-/// The batch gives up on its open requests only when APNs has answered none of them for `silenceSeconds` (the
+/// The batch gives up on its open requests only when the server has answered none of them for `silenceSeconds` (the
 /// connection or the server is stuck), or after `batchSeconds` in all. A fixed deadline per request was wrong: a
 /// server working through hundreds of requests on a loaded machine answers the last ones late, and a request given up
-/// on after APNs accepted it is sent again (the fault suite saw 608 such duplicates under CPU load).
+/// on after the server accepted it is sent again (the fault suite saw 608 such duplicates under CPU load).
 final class HTTP2Batch {
-    struct Limits: Sendable {
-        var silenceSeconds: Double
-        var batchSeconds: Double
-    }
+    typealias Limits = HTTP2Client.Limits
 
-    private var results: [Result<APNsResponse, HTTP2ClientError>?]
+    private var results: [Result<HTTP2Response, HTTP2ClientError>?]
     private var remaining: Int
-    private let promise: EventLoopPromise<[Result<APNsResponse, HTTP2ClientError>]>
+    private let promise: EventLoopPromise<[Result<HTTP2Response, HTTP2ClientError>]>
     private var streams: [(HTTP2Connection, HTTP2StreamID)?]
     private let limits: Limits
     /// Time comes from the loop (a test's embedded loop moves it by hand).
@@ -26,7 +22,7 @@ final class HTTP2Batch {
     private var timer: Scheduled<Void>?
 
     init(count: Int, limits: Limits, eventLoop: any EventLoop,
-         promise: EventLoopPromise<[Result<APNsResponse, HTTP2ClientError>]>) {
+         promise: EventLoopPromise<[Result<HTTP2Response, HTTP2ClientError>]>) {
         self.results = Array(repeating: nil, count: count)
         self.streams = Array(repeating: nil, count: count)
         self.remaining = count
@@ -62,7 +58,7 @@ final class HTTP2Batch {
         if results[index] == nil { streams[index] = (connection, streamID) }
     }
 
-    func complete(_ index: Int, _ result: Result<APNsResponse, HTTP2ClientError>) {
+    func complete(_ index: Int, _ result: Result<HTTP2Response, HTTP2ClientError>) {
         guard results[index] == nil else { return }
         results[index] = result
         lastAnswer = eventLoop.now

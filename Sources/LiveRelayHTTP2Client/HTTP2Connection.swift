@@ -1,44 +1,10 @@
-import LiveRelayCore
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
 import NIOSSL
 import NIOTLS
 
-/// Why a push got no answer from APNs.
-public enum HTTP2ClientError: Error, Sendable, CustomStringConvertible {
-    /// No connection could be made (DNS, TCP, TLS).
-    case connectFailed(String)
-    /// The connection ended while the request was in flight: APNs may or may not have it.
-    case connectionClosed
-    /// APNs said it did not process the request (GOAWAY past it, `REFUSED_STREAM`): safe to send again at once.
-    case notProcessed(String)
-    /// APNs reset the stream.
-    case streamReset(String)
-    /// APNs answered none of the batch's requests for this long (or the batch reached its overall limit).
-    case timedOut(seconds: Double)
-    /// The answer broke HTTP/2 or was not one APNs gives.
-    case protocolError(String)
-
-    /// True when APNs cannot have acted on the request.
-    public var wasNotProcessed: Bool {
-        if case .notProcessed = self { return true }
-        return false
-    }
-
-    public var description: String {
-        switch self {
-        case .connectFailed(let why): return "cannot connect: \(why)"
-        case .connectionClosed: return "the connection closed before APNs answered"
-        case .notProcessed(let why): return "not processed by APNs (\(why))"
-        case .streamReset(let code): return "APNs reset the stream (\(code))"
-        case .timedOut(let seconds): return "no answer from APNs for \(seconds) s"
-        case .protocolError(let why): return "HTTP/2 error: \(why)"
-        }
-    }
-}
-
-/// One HTTP/2 connection to APNs, working on frames directly: each push is a HEADERS and a DATA frame on a new
+/// One HTTP/2 client connection, working on frames directly: each request is a HEADERS and a DATA frame on a new
 /// stream, answers are matched by stream ID, and a whole batch of requests leaves in one flush (one TLS record
 /// run and one write), which is what makes it cheaper than a client that flushes every request on its own.
 ///
@@ -46,17 +12,16 @@ public enum HTTP2ClientError: Error, Sendable, CustomStringConvertible {
 final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
-    typealias Completion = (Result<APNsResponse, HTTP2ClientError>) -> Void
+    typealias Completion = (Result<HTTP2Response, HTTP2ClientError>) -> Void
 
     private struct Stream {
         var completion: Completion
         var status: Int?
-        var apnsID: String?
-        var retryAfter: Double?
+        var headers: HPACKHeaders = [:]
         var body: ByteBuffer?
     }
 
-    /// The most response body kept per stream (APNs sends a small JSON object).
+    /// The most response body kept per stream (push services answer with a small JSON object).
     static let maximumBodyBytes = 16 * 1024
     /// Received DATA bytes acknowledged to the peer with one connection-level WINDOW_UPDATE.
     static let windowUpdateThreshold = 32 * 1024
@@ -110,7 +75,7 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
             promise: written)
         written.futureResult.assumeIsolated().whenFailure { [weak self] error in
             // The request did not leave whole (the connection went away, or the stream was refused before it
-            // opened), so APNs cannot have processed it.
+            // opened), so the server cannot have processed it.
             self?.fail(streamID, .notProcessed("\(error)"))
         }
         return streamID
@@ -143,8 +108,7 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
             if stream.status == nil, let status = headers.headers.first(name: ":status").flatMap({ Int($0) }) {
                 if (100..<200).contains(status) { return }  // informational
                 stream.status = status
-                stream.apnsID = headers.headers.first(name: "apns-id")
-                stream.retryAfter = headers.headers.first(name: "retry-after").flatMap { Double($0) }
+                stream.headers = headers.headers
             }
             if headers.endStream {
                 streams[streamID] = nil
@@ -235,13 +199,7 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
             stream.completion(.failure(.protocolError("the stream ended without a :status")))
             return
         }
-        var reason: String?
-        if status != 200, let body = stream.body, case .object(let object)? = try? JSONValue(parsing: String(buffer: body)),
-           case .string(let text)? = object["reason"] {
-            reason = text
-        }
-        stream.completion(.success(APNsResponse(status: status, reason: reason, apnsID: stream.apnsID,
-                                                retryAfterSeconds: stream.retryAfter)))
+        stream.completion(.success(HTTP2Response(status: status, headers: stream.headers, body: stream.body)))
     }
 
     private func fail(_ streamID: HTTP2StreamID, _ error: HTTP2ClientError) {

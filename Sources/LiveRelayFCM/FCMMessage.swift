@@ -1,0 +1,38 @@
+import Foundation
+import LiveRelayCore
+
+/// The body of one `messages:send` request for a delivery.
+enum FCMMessage {
+    /// `{"message": {token, data, android: {priority, ttl, collapse_key}}}`; alerts add their `notification`.
+    static func body(for delivery: Delivery, now: Int64) -> JSONValue {
+        var message: [String: JSONValue] = ["token": .string(delivery.token)]
+        var android: [String: JSONValue] = [
+            "priority": .string("high"),
+            "ttl": .string("\(max(0, delivery.expiration - now))s"),
+        ]
+        switch delivery.content {
+        case .liveActivity(let content):
+            let activityID = (delivery.activityID?.uuidString ?? "").lowercased()
+            message["data"] = .object(FCMPayload.liveActivityData(
+                activityID: activityID, event: content.event, timestamp: delivery.timestamp,
+                contentState: content.contentState, sessionID: delivery.sessionID, staleDate: content.staleDate,
+                dismissalDate: content.dismissalDate))
+            // A newer state replaces an older one still waiting on FCM for a phone that is offline.
+            android["collapse_key"] = .string(activityID)
+        case .prepared(let prepared):
+            for (key, value) in prepared.objectValue ?? [:] where key == "notification" || key == "data" {
+                message[key] = value
+            }
+        }
+        message["android"] = .object(android)
+        return .object(["message": .object(message)])
+    }
+
+    /// `push_type` in the log.
+    static func pushType(of delivery: Delivery) -> String {
+        if case .prepared(let prepared) = delivery.content, prepared.objectValue?["notification"] != nil {
+            return "notification"
+        }
+        return "data"
+    }
+}
