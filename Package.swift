@@ -153,7 +153,7 @@ let package = Package(
         .target(
             name: "LiveRelayServer",
             dependencies: [
-                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs", "LiveRelayHTTPServer",
+                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs", "LiveRelayFCM", "LiveRelayHTTPServer",
                 "LiveRelayDelivery", "LiveRelayStream", "LiveRelayHTTP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

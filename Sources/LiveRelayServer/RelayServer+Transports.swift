@@ -1,5 +1,6 @@
 import LiveRelayAPNs
 import LiveRelayCore
+import LiveRelayFCM
 
 extension RelayServer {
     /// The push services of one relay: a transport of each configured service per worker, and their credential counts.
@@ -20,6 +21,13 @@ extension RelayServer {
                 perWorker[index].append(APNsTransport(client: try APNsClient(configuration: apns, tokens: tokens)))
             }
             counters.append((.apns, { tokens.mintCount }))
+        }
+        if let fcm = configuration.fcm {
+            let tokens = try FCMAccessTokenSource(account: fcm.serviceAccount, caFile: fcm.caFile)
+            for index in 0..<workers {
+                perWorker[index].append(try FCMTransport(configuration: fcm, tokens: tokens))
+            }
+            counters.append((.fcm, { tokens.mintCount }))
         }
         let minted = counters
         return Transports(perWorker: perWorker, credentialsMinted: {
