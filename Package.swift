@@ -97,7 +97,7 @@ let package = Package(
         .target(
             name: "APNsSimulator",
             dependencies: [
-                "LiveRelayCore", "LiveRelayHTTPServer",
+                "LiveRelayCore", "LiveRelayHTTPServer", "LiveRelayDevSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -147,7 +147,11 @@ let package = Package(
         // What `liverelay dev` and the tests run locally: a private PostgreSQL cluster, child processes.
         .target(
             name: "LiveRelayDevSupport",
-            dependencies: []
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
         ),
         // Composition root: the services of `serve` wired together.
         .target(

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdHTTP2
 import LiveRelayCore
+import LiveRelayDevSupport
 import LiveRelayHTTPServer
 import Logging
 import NIOCore

@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 import Hummingbird
 import LiveRelayCore
+import LiveRelayDevSupport
 
 struct APNsSimCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

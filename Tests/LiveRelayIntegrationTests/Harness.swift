@@ -2,6 +2,7 @@ import APNsSimulator
 import Crypto
 import Foundation
 import LiveRelayCore
+import LiveRelayDevSupport
 import LiveRelayPostgres
 import LiveRelayServer
 import Logging

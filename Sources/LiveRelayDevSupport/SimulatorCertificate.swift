@@ -5,11 +5,11 @@ import SwiftASN1
 import X509
 
 /// A private CA and a `localhost`/`127.0.0.1` server certificate it signs, made fresh for each simulator run.
-/// The CA's PEM is written to a file so a relay can trust it through `APNS_CA_FILE`.
+/// The CA's PEM is written to a file so a relay can trust it through `APNS_CA_FILE` or `FCM_CA_FILE`.
 public struct SimulatorCertificate: Sendable {
     public let caPEM: String
-    let leafPEM: String
-    let leafKeyPEM: String
+    public let leafPEM: String
+    public let leafKeyPEM: String
 
     public static func generate(hosts: [String] = ["localhost"]) throws -> SimulatorCertificate {
         let now = Date()
@@ -46,7 +46,7 @@ public struct SimulatorCertificate: Sendable {
     }
 
     /// Server TLS offering HTTP/2 (and HTTP/1.1) through ALPN.
-    func serverTLSConfiguration() throws -> TLSConfiguration {
+    public func serverTLSConfiguration() throws -> TLSConfiguration {
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: [.certificate(try NIOSSLCertificate(bytes: Array(leafPEM.utf8), format: .pem))],
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(leafKeyPEM.utf8), format: .pem)))
