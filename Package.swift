@@ -153,6 +153,19 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        // An FCM HTTP v1-compatible HTTP/2 + TLS server with its own OAuth token endpoint, for local work and tests.
+        .target(
+            name: "FCMSimulator",
+            dependencies: [
+                "LiveRelayCore", "LiveRelayHTTPServer", "LiveRelayDevSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdHTTP2", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // Composition root: the services of `serve` wired together.
         .target(
             name: "LiveRelayServer",
@@ -168,8 +181,9 @@ let package = Package(
         .executableTarget(
             name: "LiveRelayCLI",
             dependencies: [
-                "LiveRelayServer", "LiveRelayDevSupport", "APNsSimulator",
+                "LiveRelayServer", "LiveRelayDevSupport", "APNsSimulator", "FCMSimulator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -188,7 +202,7 @@ let package = Package(
             name: "LiveRelayIntegrationTests",
             dependencies: [
                 "LiveRelayServer", "LiveRelayDelivery", "LiveRelayStream", "LiveRelayDevSupport", "APNsSimulator",
-                "LiveRelayHTTPServer",
+                "FCMSimulator", "LiveRelayHTTPServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),

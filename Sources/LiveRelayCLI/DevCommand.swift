@@ -1,4 +1,5 @@
 import APNsSimulator
+import FCMSimulator
 import ArgumentParser
 import Foundation
 import Hummingbird
@@ -11,7 +12,9 @@ import Logging
 struct DevCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dev",
-        abstract: "Run everything locally: a private PostgreSQL under .liverelay/, the APNs simulator, and the relay.")
+        abstract: """
+            Run everything locally: a private PostgreSQL under .liverelay/, the APNs and FCM simulators, and the relay.
+            """)
 
     @Option(help: "Folder for the cluster, keys and certificates.") var stateDirectory = ".liverelay"
 
@@ -43,11 +46,31 @@ struct DevCommand: AsyncParsableCommand {
             simPortSink.finish()
         }
 
+        // FCM: the simulator unless a service account is configured.
+        let useFCMSimulator = environment["FCM_SERVICE_ACCOUNT_FILE"] == nil && environment["FCM_SERVICE_ACCOUNT"] == nil
+        let fcmKey = try FCMDevKeys.loadOrCreateKey(at: state + "/fcm-sim-key.pem")
+        let fcmCertificate = try SimulatorCertificate.generate()
+        let fcmCAPath = state + "/fcm-sim-ca.pem"
+        try DevKeys.write(fcmCertificate.caPEM, to: fcmCAPath)
+        let fcmSimulator = try FCMSimulator(
+            credentials: FCMSimulator.credentials(key: fcmKey, projectID: DevDemo.fcmProjectID, tokenURI: ""),
+            certificate: fcmCertificate, logger: logger)
+        let (fcmPorts, fcmPortSink) = AsyncStream.makeStream(of: Int.self)
+        let fcmApp = try fcmSimulator.application(host: "127.0.0.1", port: 0) { port in
+            fcmPortSink.yield(port)
+            fcmPortSink.finish()
+        }
+
         try await withThrowingTaskGroup(of: Void.self) { group in
             if useSimulator {
                 group.addTask { try await simApp.runService(gracefulShutdownSignals: [], logger: logger) }
             } else {
                 simPortSink.finish()
+            }
+            if useFCMSimulator {
+                group.addTask { try await fcmApp.runService(gracefulShutdownSignals: [], logger: logger) }
+            } else {
+                fcmPortSink.finish()
             }
             var relayEnvironment = environment
             relayEnvironment["DATABASE_URL"] = databaseURL
@@ -62,15 +85,30 @@ struct DevCommand: AsyncParsableCommand {
                 relayEnvironment["APNS_CA_FILE"] = caPath
                 relayEnvironment["APNS_DEFAULT_BUNDLE_ID"] = relayEnvironment["APNS_DEFAULT_BUNDLE_ID"] ?? DevDemo.bundleID
             }
+            var fcmPort: Int?
+            for await port in fcmPorts { fcmPort = port }
+            if useFCMSimulator, let fcmPort {
+                let tokenURI = "https://127.0.0.1:\(fcmPort)/token"
+                fcmSimulator.setTokenURI(tokenURI)
+                let accountPath = state + "/fcm-service-account.json"
+                try DevKeys.write(
+                    FCMSimulator.serviceAccountJSON(key: fcmKey, projectID: DevDemo.fcmProjectID, tokenURI: tokenURI),
+                    to: accountPath, permissions: 0o600)
+                relayEnvironment["FCM_SERVICE_ACCOUNT_FILE"] = accountPath
+                relayEnvironment["FCM_PROJECT_ID"] = DevDemo.fcmProjectID
+                relayEnvironment["FCM_URL"] = "https://127.0.0.1:\(fcmPort)"
+                relayEnvironment["FCM_CA_FILE"] = fcmCAPath
+            }
             let configuration: RelayConfiguration
             do { configuration = try RelayConfiguration.fromEnvironment(relayEnvironment) } catch { fail("\(error)") }
             let server = try RelayServer(configuration: configuration, migrator: try loadMigrator(), logger: logger)
             _ = try await server.migrate()
             try await seedDemo(databaseURL: databaseURL, logger: logger)
             let shownSimPort = useSimulator ? simPort : nil
+            let shownFCMPort = useFCMSimulator ? fcmPort : nil
             group.addTask {
                 try await server.run { port in
-                    printWelcome(httpPort: port, databaseURL: databaseURL, simPort: shownSimPort)
+                    printWelcome(httpPort: port, databaseURL: databaseURL, simPort: shownSimPort, fcmPort: shownFCMPort)
                 }
             }
             // The relay returns on Ctrl-C (graceful shutdown); then stop the simulator too.
@@ -116,6 +154,16 @@ struct DevCommand: AsyncParsableCommand {
                         '{"status": "working", "sessionTitle": "Demo", "lastMessage": "Starting", "retryInfo": null}')
                 ON CONFLICT (secret_hash, session_id) DO NOTHING
                 """, logger: logger)
+            // The Android phone beside the iPhone: same session, its own secret (one activity per secret and session).
+            try await connection.query("""
+                INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, platform, device_uuid,
+                                                   attributes_type, attributes, content_state)
+                VALUES (\(secretHash(DevDemo.androidSecret)), \(DevDemo.sessionID), \(DevDemo.androidToken),
+                        \(DevDemo.androidPackage), 'android', \(DevDemo.androidDeviceUUID)::uuid, 'SessionActivityAttributes',
+                        '{"sessionId": "demo-session"}',
+                        '{"status": "working", "sessionTitle": "Demo", "lastMessage": "Starting", "retryInfo": null}')
+                ON CONFLICT (secret_hash, session_id) DO NOTHING
+                """, logger: logger)
         }
     }
 }
@@ -127,9 +175,15 @@ enum DevDemo {
     static let activityToken = String(repeating: "deadbeef", count: 8)
     static let bundleID = "dev.liverelay.demo"
     static let deviceUUID = "00000000-0000-4000-8000-000000000001"
+    static let androidSecret = "liverelay-demo-android-secret"
+    /// An FCM registration token's shape: a 22-character instance ID, a colon, a long opaque part.
+    static let androidToken = "dLrDemoAndroid00000001:APA91b" + String(repeating: "LiveRelayDemo", count: 10)
+    static let androidPackage = "dev.liverelay.demo"
+    static let androidDeviceUUID = "00000000-0000-4000-8000-000000000002"
+    static let fcmProjectID = "liverelay-dev"
 }
 
-private func printWelcome(httpPort: Int, databaseURL: String, simPort: Int?) {
+private func printWelcome(httpPort: Int, databaseURL: String, simPort: Int?, fcmPort: Int?) {
     var lines = [
         "",
         "LiveRelay is running. Ctrl-C stops the relay, the simulator and PostgreSQL.",
@@ -139,9 +193,12 @@ private func printWelcome(httpPort: Int, databaseURL: String, simPort: Int?) {
     if let simPort {
         lines.append("  APNs sim:  https://127.0.0.1:\(simPort)  (every accepted push is printed below as 'apns-sim: 200 …')")
     }
+    if let fcmPort {
+        lines.append("  FCM sim:   https://127.0.0.1:\(fcmPort)  (every accepted message is printed below as 'fcm-sim: 200 …')")
+    }
     lines += [
         "",
-        "Paste this into psql and watch the push arrive:",
+        "Paste this into psql and watch the iPhone's push and the Android phone's message arrive:",
         "  UPDATE activity_registration SET content_state = '{\"status\": \"working\", \"sessionTitle\": \"Demo\", \"lastMessage\": \"Hello from SQL\", \"retryInfo\": null}' WHERE session_id = '\(DevDemo.sessionID)';",
         "",
     ]

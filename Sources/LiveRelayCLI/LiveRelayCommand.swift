@@ -24,7 +24,8 @@ struct LiveRelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "liverelay",
         abstract: "Turns any SQL write into realtime delivery to phones (APNs Live Activities and Server-Sent Events).",
-        subcommands: [DevCommand.self, ServeCommand.self, MigrateCommand.self, APNsSimCommand.self, HealthCommand.self])
+        subcommands: [DevCommand.self, ServeCommand.self, MigrateCommand.self, APNsSimCommand.self, FCMSimCommand.self,
+                      HealthCommand.self])
 }
 
 /// Sets up logging once, at `LOG_LEVEL` (default info), to standard error.

@@ -80,6 +80,9 @@ public struct RelayServer: Sendable {
         let listener = WakeupListener(connector: connector, logger: logger)
         let metrics = RelayMetrics()
         let transports = try makeTransports()
+        logger.notice("push services", metadata: [
+            "platforms": "\(configuration.enabledPlatforms.map { "\($0.rawValue) (\($0.transport.rawValue))" }.joined(separator: ", "))",
+        ])
         let stop = StopSignal()
         let workers = transports.perWorker.enumerated().map { index, workerTransports in
             var workerLogger = logger
