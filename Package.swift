@@ -204,6 +204,7 @@ let package = Package(
                 "LiveRelayServer", "LiveRelayDelivery", "LiveRelayStream", "LiveRelayDevSupport", "APNsSimulator",
                 "FCMSimulator", "LiveRelayHTTPServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
     ]

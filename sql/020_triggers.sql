@@ -61,13 +61,14 @@ CREATE OR REPLACE TRIGGER device_registration_touch
 CREATE OR REPLACE TRIGGER device_live_activity_message_touch
     BEFORE UPDATE ON device_live_activity_message FOR EACH ROW EXECUTE FUNCTION liverelay_touch();
 
--- Raises when a payload is over APNs' limit (nothing is written then); true otherwise.
+-- Raises when a payload is over APNs' limit, or FCM data over FCM's (nothing is written then); true otherwise.
 CREATE OR REPLACE FUNCTION liverelay_assert_fits(session_id text, payload jsonb, what text) RETURNS boolean
 LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
     IF liverelay_payload_too_large(payload) THEN
-        RAISE EXCEPTION '%', format('LiveRelay: %sthe APNs payload for session %s would be %s bytes; APNs accepts at most 4096',
-                what, session_id, liverelay_json_compact_length(payload))
+        RAISE EXCEPTION '%', format('LiveRelay: %sthe %s for session %s would be %s bytes; %s accepts at most 4096',
+                what, CASE WHEN payload ? 'aps' THEN 'APNs payload' ELSE 'FCM message data' END, session_id,
+                liverelay_json_compact_length(payload), CASE WHEN payload ? 'aps' THEN 'APNs' ELSE 'FCM' END)
             USING ERRCODE = 'check_violation',
                   HINT = 'Shorten content_state (or the device''s live activity message); nothing was changed.';
     END IF;
@@ -88,9 +89,9 @@ BEGIN
         LEFT JOIN device_live_activity_message m ON m.device_uuid = n.device_uuid
         WHERE ((n.status = 'ended' AND o.status = 'active')
             OR (n.status = 'active' AND n.content_state IS NOT NULL AND n.content_state IS DISTINCT FROM o.content_state))
-          AND (coalesce(octet_length(n.content_state::text), 0) + coalesce(octet_length(to_jsonb(m.message)::text), 0) + 300 <= 4096
-               OR liverelay_assert_fits(n.session_id, liverelay_activity_payload(
-                      CASE WHEN n.status = 'ended' THEN 'end' ELSE 'update' END,
+          AND (liverelay_size_bound(n.platform, n.content_state, m.message, n.session_id) <= 4096
+               OR liverelay_assert_fits(n.session_id, liverelay_push_payload(
+                      n.platform, n.id, n.session_id, CASE WHEN n.status = 'ended' THEN 'end' ELSE 'update' END,
                       liverelay_merge_note(n.content_state, m.device_uuid IS NOT NULL, m.message),
                       n.stale_date, n.dismissal_date, n.relevance_score), ''))
     ), queued AS (
@@ -122,17 +123,18 @@ LANGUAGE plpgsql AS $$
 DECLARE
     oversized record;
 BEGIN
-    SELECT a.session_id, liverelay_json_compact_length(p.payload) AS size INTO oversized
+    SELECT a.session_id, a.platform, liverelay_json_compact_length(p.payload) AS size INTO oversized
     FROM new_rows m
     JOIN activity_registration a ON a.device_uuid = m.device_uuid AND a.status = 'active'
-    CROSS JOIN LATERAL (SELECT liverelay_activity_payload('update',
+    CROSS JOIN LATERAL (SELECT liverelay_push_payload(a.platform, a.id, a.session_id, 'update',
         liverelay_merge_note(a.content_state, true, m.message), a.stale_date, NULL, a.relevance_score) AS payload) p
-    WHERE coalesce(octet_length(a.content_state::text), 0) + octet_length(to_jsonb(m.message)::text) + 300 > 4096
+    WHERE liverelay_size_bound(a.platform, a.content_state, m.message, a.session_id) > 4096
       AND liverelay_payload_too_large(p.payload)
     LIMIT 1;
     IF FOUND THEN
-        RAISE EXCEPTION 'LiveRelay: with this message the APNs payload for session % would be % bytes; APNs accepts at most 4096',
-                oversized.session_id, oversized.size
+        RAISE EXCEPTION '%', format('LiveRelay: with this message the %s for session %s would be %s bytes; %s accepts at most 4096',
+                CASE WHEN oversized.platform = 'android' THEN 'FCM message data' ELSE 'APNs payload' END,
+                oversized.session_id, oversized.size, CASE WHEN oversized.platform = 'android' THEN 'FCM' ELSE 'APNs' END)
             USING ERRCODE = 'check_violation', HINT = 'Shorten the message; nothing was changed.';
     END IF;
 

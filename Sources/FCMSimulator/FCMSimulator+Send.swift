@@ -146,6 +146,9 @@ extension FCMSimulator {
                                       details: [Rejection.fcmError(code)])
             if code == "INVALID_ARGUMENT" {
                 rejection = .invalid("message.token", "The registration token is not a valid FCM registration token")
+            } else if code.hasPrefix("INVALID_ARGUMENT:") {
+                let field = String(code.dropFirst("INVALID_ARGUMENT:".count))
+                rejection = .invalid(field, "Invalid value at '\(field)' (fault injected)")
             }
             if status == 429 || status >= 500 { rejection.retryAfter = faults.retryAfterSeconds }
             throw rejection

@@ -4,7 +4,8 @@ import LiveRelayCore
 /// Faults the FCM simulator injects, set by flags at start or by `POST /sim/faults` at run time.
 public struct FCMSimulatorFaults: Sendable, Codable, Equatable {
     /// Tokens answered with an FCM error code: `UNREGISTERED` (404), `SENDER_ID_MISMATCH` (403), `INVALID_ARGUMENT`
-    /// (400 naming `message.token`), `QUOTA_EXCEEDED` (429), `UNAVAILABLE` (503), `INTERNAL` (500).
+    /// (400 naming `message.token`), `INVALID_ARGUMENT:<field>` (400 naming another field), `QUOTA_EXCEEDED` (429),
+    /// `UNAVAILABLE` (503), `INTERNAL` (500).
     public var tokenErrors: [String: String] = [:]
     /// Share of requests answered 503 `UNAVAILABLE`.
     public var rate503: Double = 0

@@ -72,7 +72,9 @@ public struct DeliveryPlanner: Sendable {
                 settle(.failed, "TokenInvalidated")
                 continue
             }
-            let event: LiveActivityEvent = snapshot.status == .ended ? .end : .update
+            // An Android activity created through the API begins with `start` (the app shows its notification then).
+            let starts = snapshot.platform == .android && activityRows.contains { $0.eventType == "start" }
+            let event: LiveActivityEvent = snapshot.status == .ended ? .end : starts ? .start : .update
             let content = LiveActivityContent(
                 event: event, contentState: APNsPayload.mergingNote(snapshot.message, into: snapshot.contentState),
                 staleDate: snapshot.staleDate, dismissalDate: snapshot.dismissalDate, relevanceScore: snapshot.relevanceScore,

@@ -53,8 +53,10 @@ struct LiveActivityRoutes: Sendable {
         let body = try await JSONBody.read(request)
         let platform = try body.optionalString("platform", maxLength: 16) ?? "ios"
         guard platform == "ios" || platform == "android" else { throw APIError.badRequest("platform must be ios or android") }
-        let token = try body.string("token", or: "pushToken", maxLength: 512)
-        guard let bundle = try body.optionalString("bundleId", maxLength: 255) ?? defaultBundleID else {
+        let token = try Self.token(body)
+        // An Android app is named by its package (bundleId too); FCM needs none, so it may be left out.
+        guard let bundle = try body.optionalString("bundleId", maxLength: 255) ?? defaultBundleID
+            ?? (platform == "android" ? "android" : nil) else {
             throw APIError.badRequest("bundleId is required (the relay has no APNS_DEFAULT_BUNDLE_ID)")
         }
         let environment = (try body.optionalEnvironment("apnsEnv") ?? .production).rawValue
@@ -70,7 +72,7 @@ struct LiveActivityRoutes: Sendable {
         let id = UUID()
         let session = externalID ?? "la_\(id.uuidString.lowercased())"
         let text = try await writing { connection in
-            try await Self.one(connection, """
+            let created = try await Self.one(connection, """
                 INSERT INTO activity_registration (id, secret_hash, session_id, activity_token, bundle_id, apns_env, platform,
                     device_uuid, attributes_type, attributes, content_state, external_id, user_id)
                 VALUES (\(id), \(Self.namespace), \(session), \(token), \(bundle), \(environment), \(platform), \(device),
@@ -79,6 +81,17 @@ struct LiveActivityRoutes: Sendable {
                     content_state = coalesce(excluded.content_state, activity_registration.content_state)
                 RETURNING \(unescaped: Self.columns)
                 """, logger: database.logger)
+            if platform == "android", contentState != nil {
+                // An Android app shows its ongoing notification when a `start` message arrives (iOS activities are
+                // started on the phone, or by push-to-start).
+                try await connection.query("""
+                    INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id, platform)
+                    SELECT 'activity', id, 'start', secret_hash, session_id, 'android'
+                    FROM activity_registration WHERE secret_hash = \(Self.namespace) AND session_id = \(session)
+                    """, logger: database.logger)
+                try await connection.query("SELECT liverelay_wake()", logger: database.logger)
+            }
+            return created
         }
         return rawJSON(.created, text ?? "{}")
     }
@@ -164,7 +177,7 @@ struct LiveActivityRoutes: Sendable {
 
     /// `{token}`: ActivityKit rotated the activity's push token.
     func rotate(_ id: UUID, _ request: Request) async throws -> Response {
-        let token = try await JSONBody.read(request).string("token", or: "pushToken", maxLength: 512)
+        let token = try Self.token(try await JSONBody.read(request))
         let text = try await writing { connection in
             try await Self.one(connection, """
                 UPDATE activity_registration SET activity_token = \(token),
@@ -174,6 +187,17 @@ struct LiveActivityRoutes: Sendable {
         }
         guard let text else { throw APIError.notFound("no live activity \(id)") }
         return rawJSON(.ok, text)
+    }
+
+    /// The push token: `token` or `pushToken` (APNs), or `fcmToken` (FCM registration token, as Sendora names it).
+    static func token(_ body: JSONBody) throws -> String {
+        if let fcm = try body.optionalString("fcmToken", maxLength: 512) {
+            guard body.members["token"] == nil, body.members["pushToken"] == nil else {
+                throw APIError.badRequest("give one of token, pushToken and fcmToken")
+            }
+            return fcm
+        }
+        return try body.string("token", or: "pushToken", maxLength: 512)
     }
 
     /// Runs a write in a transaction; the database's refusals (bad JSON shape, payload too large) reach the caller

@@ -36,11 +36,12 @@ struct RelayRoutes: Sendable {
         let bundle = try bundleID(body)
         let environment = (try body.optionalEnvironment("apnsEnv") ?? .production).rawValue
         let startToken = try body.optionalString("pushToStartToken", maxLength: 512)
+        let platform = try Self.platform(body).rawValue
         try await database.execute("""
-            INSERT INTO device_registration (secret_hash, device_token, bundle_id, apns_env, push_to_start_token)
-            VALUES (\(hash), \(token), \(bundle), \(environment), \(startToken))
+            INSERT INTO device_registration (secret_hash, device_token, bundle_id, apns_env, push_to_start_token, platform)
+            VALUES (\(hash), \(token), \(bundle), \(environment), \(startToken), \(platform))
             ON CONFLICT (secret_hash, device_token) DO UPDATE
-            SET bundle_id = excluded.bundle_id, apns_env = excluded.apns_env,
+            SET bundle_id = excluded.bundle_id, apns_env = excluded.apns_env, platform = excluded.platform,
                 push_to_start_token = coalesce(excluded.push_to_start_token, device_registration.push_to_start_token)
             """)
         return Self.ok
@@ -61,14 +62,22 @@ struct RelayRoutes: Sendable {
         let token = try body.string("activityToken", maxLength: 512)
         let bundle = try bundleID(body)
         let environment = (try body.optionalEnvironment("apnsEnv") ?? .production).rawValue
+        let platform = try Self.platform(body).rawValue
         try await database.execute("""
-            INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env, status)
-            VALUES (\(hash), \(session), \(token), \(bundle), \(environment), 'active')
+            INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env, status, platform)
+            VALUES (\(hash), \(session), \(token), \(bundle), \(environment), 'active', \(platform))
             ON CONFLICT (secret_hash, session_id) DO UPDATE
             SET activity_token = excluded.activity_token, bundle_id = excluded.bundle_id, apns_env = excluded.apns_env,
-                status = 'active'
+                status = 'active', platform = excluded.platform
             """)
         return Self.ok
+    }
+
+    /// `platform`: `ios` (the default, as the OpenCode app sends no platform) or `android` (an FCM registration token).
+    static func platform(_ body: JSONBody) throws -> Platform {
+        guard let text = try body.optionalString("platform", maxLength: 16) else { return .ios }
+        guard let platform = Platform(rawValue: text) else { throw APIError.badRequest("platform must be ios or android") }
+        return platform
     }
 
     func unregisterActivity(_ request: Request) async throws -> Response {
@@ -99,15 +108,20 @@ struct RelayRoutes: Sendable {
             if let serverID { data["serverID"] = .string(serverID) }
             let payload = APNsPayload.alert(title: title ?? defaults.title, body: text ?? defaults.body, data: data)
             let payloadText = String(decoding: payload.compactBytes, as: UTF8.self)
+            var androidData = ["eventType": eventType, "sessionID": session]
+            if let serverID { androidData["serverID"] = serverID }
+            let androidPayload = FCMPayload.alert(title: title ?? defaults.title, body: text ?? defaults.body, data: androidData)
+            let androidText = String(decoding: androidPayload.compactBytes, as: UTF8.self)
             let contentText = contentState.map { String(decoding: $0.compactBytes, as: UTF8.self) }
             queued = try await database.withTransaction { connection in
                 try await connection.query("SELECT set_config('liverelay.request_id', \(requestID.uuidString), true)", logger: database.logger)
                 try await connection.query("""
                     INSERT INTO delivery_outbox (kind, event_type, secret_hash, session_id, device_token, bundle_id, apns_env,
-                                                 payload, priority, request_id)
-                    SELECT 'alert', \(eventType), secret_hash, \(session), device_token, bundle_id, apns_env, \(payloadText)::jsonb, 10,
-                           \(requestID)
-                    FROM device_registration WHERE secret_hash = \(hash) AND platform = 'ios'
+                                                 payload, priority, request_id, platform)
+                    SELECT 'alert', \(eventType), secret_hash, \(session), device_token, bundle_id, apns_env,
+                           CASE WHEN platform = 'android' THEN \(androidText)::jsonb ELSE \(payloadText)::jsonb END, 10,
+                           \(requestID), platform
+                    FROM device_registration WHERE secret_hash = \(hash)
                     """, logger: database.logger)
                 if eventType != "permission" {
                     try await connection.query("""
