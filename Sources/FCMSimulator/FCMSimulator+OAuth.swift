@@ -55,9 +55,10 @@ extension FCMSimulator {
             return refuse("invalid_grant", "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe")
         }
         let token = "ya29.sim-" + randomHex(bytes: 24)
+        let issued = Date().timeIntervalSince1970
         state.withLock { state in
             state.assertions.append(claims)
-            state.accessTokens[token] = AccessToken(issuedAt: now, expiresAt: now + Int64(lifetime))
+            state.accessTokens[token] = AccessToken(issuedAt: issued, expiresAt: issued + Double(lifetime))
             state.responses["token-200", default: 0] += 1
         }
         if printMessages { say("fcm-sim: issued an access token to \(claims.issuer) (kid \(claims.keyID))") }

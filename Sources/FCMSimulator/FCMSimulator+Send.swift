@@ -83,10 +83,10 @@ extension FCMSimulator {
         guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") else {
             throw unauthenticated
         }
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = Date().timeIntervalSince1970
         let bearer = String(authorization.dropFirst("bearer ".count))
         guard let access = state.withLock({ $0.accessTokens[bearer] }), access.expiresAt > now,
-              access.issuedAt >= (faults.revokeAccessTokensIssuedBefore ?? 0) else { throw unauthenticated }
+              access.issuedAt >= Double(faults.revokeAccessTokensIssuedBefore ?? 0) else { throw unauthenticated }
         guard project == credentials.projectID else {
             throw Rejection(status: 403, googleStatus: "PERMISSION_DENIED",
                             message: "Permission 'cloudmessaging.messages.create' denied on project \(project)")
@@ -164,6 +164,6 @@ extension FCMSimulator {
         }
         return RecordedMessage(
             sequence: 0, name: "", token: token, data: data, notification: message["notification"],
-            android: message["android"], accessTokenIssuedAt: access.issuedAt, receivedAt: Date().timeIntervalSince1970)
+            android: message["android"], accessTokenIssuedAt: Int64(access.issuedAt), receivedAt: Date().timeIntervalSince1970)
     }
 }

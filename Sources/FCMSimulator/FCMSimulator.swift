@@ -30,8 +30,9 @@ public final class FCMSimulator: Sendable {
     }
 
     struct AccessToken {
-        var issuedAt: Int64
-        var expiresAt: Int64
+        /// Epoch seconds, fractional (a token's last second counts).
+        var issuedAt: Double
+        var expiresAt: Double
     }
 
     struct State {

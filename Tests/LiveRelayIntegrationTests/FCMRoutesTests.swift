@@ -1,0 +1,141 @@
+import FCMSimulator
+import Foundation
+import LiveRelayCore
+import Testing
+
+/// Android through the relay's routes, a relay with only FCM, FCM's size limit in the triggers, and token lifetime.
+@Suite("Android through the routes")
+struct FCMRoutesTests {
+    @Test("/v1/event alerts an Android device with notification + data, and reports the real outcome")
+    func alert() async throws {
+        try await Harness.with { h in
+            try await h.withFCM { fcm in
+                try await h.withRelayPort(environment: fcm.environment) { port in
+                    let api = RelayHTTP(port: port)
+                    let token = randomFCMToken()
+                    let register = try await api.post("/v1/device/register",
+                        #"{"secret":"pair","deviceToken":"\#(token)","bundleId":"dev.app","platform":"android"}"#)
+                    #expect(register.status == 200)
+                    let event = try await api.post("/v1/event",
+                        #"{"secret":"pair","serverID":"srv1","eventType":"complete","sessionID":"ses_1","title":"Done","body":"All good"}"#)
+                    #expect(event["sent"] == .integer(1) && event["failed"] == .integer(0))
+                    let message = try #require(fcm.simulator.messages().first)
+                    #expect(message.token == token)
+                    #expect(message.notification == .object(["title": .string("Done"), "body": .string("All good")]))
+                    #expect(message.data == ["eventType": "complete", "sessionID": "ses_1", "serverID": "srv1"])
+                    #expect(message.android?.objectValue?["priority"] == .string("high"))
+                    #expect(h.simulator.pushes().isEmpty, "nothing went to APNs")
+                    let bad = try await api.post("/v1/device/register",
+                        #"{"secret":"pair","deviceToken":"x","bundleId":"dev.app","platform":"windows"}"#)
+                    #expect(bad.status == 400 && bad.text.contains("platform must be ios or android"))
+                }
+            }
+        }
+    }
+
+    @Test("POST /v1/live-activities with platform android starts it; PUT .../token moves the next update to the new token")
+    func liveActivityAPI() async throws {
+        try await Harness.with { h in
+            try await h.withFCM { fcm in
+                try await h.withRelayPort(environment: fcm.environment) { port in
+                    let api = RelayHTTP(port: port)
+                    let first = randomFCMToken(), second = randomFCMToken()
+                    let created = try await api.post("/v1/live-activities", #"""
+                        {"platform":"android","fcmToken":"\#(first)","activityType":"Delivery","attributes":{"order":"42"},
+                         "contentState":{"eta":5},"externalId":"order-42","userId":"u1"}
+                        """#, headers: RelayHTTP.admin)
+                    #expect(created.status == 201)
+                    #expect(created["platform"] == .string("android") && created["externalId"] == .string("order-42"))
+                    let id = try #require(created["id"].flatMap { if case .string(let text) = $0 { text } else { nil } })
+                    let start = try #require(try await fcm.waitForMessages { $0.count == 1 }.first)
+                    #expect(start.token == first && start.data["liveRelayEvent"] == "start")
+                    #expect(start.data["liveRelayContentState"] == #"{"eta":5}"#)
+                    #expect(start.data["liveRelaySessionId"] == "order-42")
+                    let rotated = try await api.request(.PUT, "/v1/live-activities/\(id)/token",
+                                                        json: #"{"fcmToken":"\#(second)"}"#, headers: RelayHTTP.admin)
+                    #expect(rotated.status == 200)
+                    let update = try await api.request(.PATCH, "/v1/live-activities/\(id)",
+                                                       json: #"{"contentState":{"eta":2}}"#, headers: RelayHTTP.admin)
+                    #expect(update.status == 200)
+                    let next = try #require(try await fcm.waitForMessages { $0.count == 2 }.last)
+                    #expect(next.token == second && next.data["liveRelayEvent"] == "update")
+                    #expect(next.data["liveRelayContentState"] == #"{"eta":2}"#)
+                }
+            }
+        }
+    }
+
+    @Test("a relay with only FCM delivers Android and settles iOS deliveries as APNsNotConfigured, never retried")
+    func fcmOnly() async throws {
+        try await Harness.with { h in
+            try await h.withFCM { fcm in
+                var environment = fcm.environment
+                for name in ["APNS_TEAM_ID", "APNS_KEY_ID", "APNS_PRIVATE_KEY"] { environment[name] = "" }
+                try await h.withRelayPort(environment: environment) { port in
+                    try await h.registerAndroidActivity(session: "droid", token: randomFCMToken())
+                    try await h.registerActivity(session: "phone")
+                    try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 1}'")
+                    try await fcm.waitForMessages { $0.count == 1 }
+                    try await h.waitUntil("""
+                        SELECT count(*) = 1 FROM delivery_log
+                        WHERE session_id = 'phone' AND status = 'failed' AND error = 'APNsNotConfigured' AND transport IS NULL
+                        """)
+                    #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self) == [0])
+                    #expect(h.simulator.pushes().isEmpty)
+                    let metrics = try await RelayHTTP(port: port).request(.GET, "/metrics")
+                    #expect(metrics.text.contains(#"liverelay_credentials_minted{transport="fcm"} 1"#))
+                    #expect(metrics.text.contains(#"liverelay_commit_to_delivery_seconds_bucket{transport="fcm""#))
+                    #expect(!metrics.text.contains("liverelay_provider_tokens_minted"))
+                }
+            }
+        }
+    }
+
+    @Test("FCM's 4096 bytes of data are enforced by the triggers for Android rows (escaped content-state counts)")
+    func sizeLimit() async throws {
+        try await Harness.with { h in
+            try await h.registerAndroidActivity(session: "big-android", token: randomFCMToken())
+            try await h.registerActivity(session: "big-ios")
+            // 400 keys: ~3,500 bytes as JSON (fits APNs), ~5,100 once escaped into a string (does not fit FCM).
+            let state = "{" + (0..<400).map { #""\#($0)":"""# }.joined(separator: ",") + "}"
+            try await h.sql("UPDATE activity_registration SET content_state = \(state)::jsonb WHERE session_id = 'big-ios'")
+            do {
+                try await h.sql("UPDATE activity_registration SET content_state = \(state)::jsonb WHERE session_id = 'big-android'")
+                Issue.record("an Android state over FCM's limit was accepted")
+            } catch {
+                let text = String(reflecting: error)
+                #expect(text.contains("FCM message data for session big-android") && text.contains("FCM accepts at most 4096"),
+                        "\(text)")
+            }
+            #expect(try await h.rows("""
+                SELECT count(*)::int8 FROM activity_registration WHERE session_id = 'big-android' AND content_state IS NOT NULL
+                  AND content_state ? '0'
+                """, as: Int64.self) == [0])
+        }
+    }
+
+    @Test("an access token is reused until shortly before it expires, then replaced before FCM refuses it")
+    func tokenLifetime() async throws {
+        var faults = FCMSimulatorFaults()
+        faults.accessTokenLifetimeSeconds = 4
+        let configured = faults
+        try await Harness.with { h in
+            try await h.withFCM(faults: configured) { fcm in
+                try await h.withRelay(environment: fcm.environment) {
+                    try await h.registerAndroidActivity(session: "life", token: randomFCMToken())
+                    let started = ContinuousClock.now
+                    var n = 0
+                    while ContinuousClock.now - started < .seconds(5) {
+                        n += 1
+                        try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))")
+                        try await fcm.waitForMessages { [n] in $0.count == n }
+                        try await Task.sleep(for: .milliseconds(100))
+                    }
+                    let stats = fcm.simulator.stats()
+                    #expect(stats.assertionsIssuedAt.count == 2, "one token for ~3.6 s, then one more: \(stats)")
+                    #expect(stats.responses["401"] == nil, "replaced before it expired")
+                }
+            }
+        }
+    }
+}
