@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""LiveRelay fault suite (issue 4): a real relay, a real PostgreSQL and the APNs simulator with fault injection.
+"""LiveRelay fault suite (issue 4): a real relay, a real PostgreSQL and the APNs and FCM simulators with fault
+injection. The SIGKILL and two-relay scenarios write to a 50/50 mix of iOS and Android activities; `android` puts FCM
+under the endpoint faults.
 
 Each scenario writes to its own database while something goes wrong, then waits for the relay to drain and checks
 what arrived at the simulator against what the database holds: the final state of every activity must have arrived
@@ -103,6 +105,9 @@ class Suite(Stack):
         self.sim = None
         self.sim_seen = 0
         self.apns_ids = {}  # (token, n) → apns-id of every copy the simulator accepted
+        self.fcm_port = free_port()
+        self.fcm = None
+        self.fcm_seen = 0
 
     # The simulator ----------------------------------------------------------------------------------------------
     def start_simulator(self):
@@ -122,19 +127,39 @@ class Suite(Stack):
             time.sleep(0.05)
         raise SystemExit("the simulator did not start")
 
-    def sim_call(self, method, path, body=None):
+    def start_fcm_simulator(self):
+        self.fcm_ca = os.path.join(self.work, "fcm-ca.pem")
+        self.fcm_account = os.path.join(self.work, "fcm-account.json")
+        self.fcm = subprocess.Popen([self.binary, "fcm-sim", "--port", str(self.fcm_port), "--ca-out", self.fcm_ca,
+                                     "--service-account-out", self.fcm_account,
+                                     "--key-file", os.path.join(self.work, "fcm-key.pem"), "--quiet"],
+                                    stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.work, "fcm-sim.log"), "ab"))
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if os.path.exists(self.fcm_account) and os.path.exists(self.fcm_ca):
+                self.fcm_tls = ssl.create_default_context(cafile=self.fcm_ca)
+                return
+            time.sleep(0.05)
+        raise SystemExit("the FCM simulator did not start")
+
+    def sim_call(self, method, path, body=None, fcm=False):
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(f"https://127.0.0.1:{self.sim_port}{path}", data=data, method=method,
+        port, tls = (self.fcm_port, self.fcm_tls) if fcm else (self.sim_port, self.tls)
+        request = urllib.request.Request(f"https://127.0.0.1:{port}{path}", data=data, method=method,
                                          headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(request, context=self.tls, timeout=60) as reply:
+        with urllib.request.urlopen(request, context=tls, timeout=60) as reply:
             text = reply.read()
         return json.loads(text) if text else None
 
     def set_faults(self, **faults):
         self.sim_call("POST", "/sim/faults", faults)
 
+    def set_fcm_faults(self, **faults):
+        self.sim_call("POST", "/sim/faults", faults, fcm=True)
+
     def new_pushes(self):
-        """Pushes accepted since the last call: (sequence, token, n, received_at)."""
+        """Pushes and FCM messages accepted since the last call: (sequence, token, n, received_at). Sequences count
+        per simulator; a token belongs to one of them, so its order is its simulator's."""
         pushes = self.sim_call("GET", f"/sim/pushes?since={self.sim_seen}")["pushes"]
         out = []
         for push in pushes:
@@ -142,26 +167,36 @@ class Suite(Stack):
             state = push["payload"].get("aps", {}).get("content-state", {})
             out.append((push["sequence"], push["token"], state.get("n"), push["receivedAt"]))
             self.apns_ids.setdefault((push["token"], state.get("n")), []).append(push["apnsID"])
+        for message in self.sim_call("GET", f"/sim/messages?since={self.fcm_seen}", fcm=True)["messages"]:
+            self.fcm_seen = max(self.fcm_seen, message["sequence"])
+            state = json.loads(message["data"].get("liveRelayContentState", "{}"))
+            out.append((message["sequence"], message["token"], state.get("n"), message["receivedAt"]))
         return out
 
-    def responses(self):
-        return self.sim_call("GET", "/sim/stats")["responses"]
+    def responses(self, fcm=False):
+        return self.sim_call("GET", "/sim/stats", fcm=fcm)["responses"]
 
     # Databases ----------------------------------------------------------------------------------------------------
     def url_for(self, database):
         return f"postgresql://postgres@127.0.0.1:{self.pg_port}/{database}?sslmode=disable"
 
-    def create_database(self, database, activities):
+    def create_database(self, database, activities, android_share=0.0):
+        """Creates and migrates a database with `activities` activities, the first `android_share` of them Android
+        (FCM registration tokens), the rest iOS; returns session → token."""
         with psycopg.connect(self.url_for("postgres"), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{database}"')
         env = self.relay_env(database)
         subprocess.run([self.binary, "migrate"], env=env, check=True, capture_output=True)
         with psycopg.connect(self.url_for(database), autocommit=True) as conn:
             conn.execute("""
-                INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, content_state)
-                SELECT encode(sha256('faults'), 'hex'), 'a' || i, md5(%s || i) || md5(i::text), 'dev.liverelay.faults',
-                       '{"n": 0}'
-                FROM generate_series(1, %s) AS i""", (database, activities))
+                INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, content_state,
+                                                   platform)
+                SELECT encode(sha256('faults'), 'hex'), 'a' || i,
+                       CASE WHEN i <= %s THEN 'f' || md5(%s || i) || ':APA91b' || md5(i::text)
+                            ELSE md5(%s || i) || md5(i::text) END,
+                       'dev.liverelay.faults', '{"n": 0}', CASE WHEN i <= %s THEN 'android' ELSE 'ios' END
+                FROM generate_series(1, %s) AS i""",
+                         (int(activities * android_share), database, database, int(activities * android_share), activities))
             conn.execute("CREATE SEQUENCE faults_n")
             rows = conn.execute("SELECT session_id, activity_token FROM activity_registration").fetchall()
         return dict(rows)
@@ -173,6 +208,8 @@ class Suite(Stack):
             "APNS_TEAM_ID": "FAULTTEAM1", "APNS_KEY_ID": "FAULTKEY01", "APNS_PRIVATE_KEY_FILE": self.key,
             "APNS_PRODUCTION_URL": f"https://127.0.0.1:{self.sim_port}",
             "APNS_SANDBOX_URL": f"https://127.0.0.1:{self.sim_port}/sandbox", "APNS_CA_FILE": self.ca,
+            "FCM_SERVICE_ACCOUNT_FILE": self.fcm_account, "FCM_URL": f"https://127.0.0.1:{self.fcm_port}",
+            "FCM_CA_FILE": self.fcm_ca,
             "LIVERELAY_ADMIN_TOKEN": ADMIN_TOKEN, "LOG_LEVEL": os.environ.get("FAULTS_LOG_LEVEL", "warning"),
             "LIVERELAY_SQL_DIR": ROOT,
         })
@@ -313,7 +350,7 @@ def collect(suite, database, timeout):
 def scenario_kill(suite, quick):
     """SIGKILL the relay every 10 s for 60 s during 500 updates/s (a supervisor restarts it at once)."""
     rate, seconds, every = (200, 12, 4) if quick else (500, 60, 10)
-    tokens = suite.create_database("kill", 2000)
+    tokens = suite.create_database("kill", 2000, android_share=0.5)
     relay = Relay(suite, "kill")
     writer = Writer(suite, "kill", list(tokens), rate, seconds)
     writer.start()
@@ -405,8 +442,8 @@ def scenario_terminate(suite, quick):
 def retry_gaps(suite, database):
     """Every retry's wait against the retry policy's lower bound (half the exponential ceiling, or retry-after)."""
     rows = suite.query(database, """
-        SELECT outbox_id, attempt, extract(epoch FROM created_at)::float8, apns_status
-        FROM delivery_log WHERE outbox_id IS NOT NULL AND apns_env IS NOT NULL ORDER BY outbox_id, id""")
+        SELECT outbox_id, attempt, extract(epoch FROM created_at)::float8, provider_status
+        FROM delivery_log WHERE outbox_id IS NOT NULL AND transport IS NOT NULL ORDER BY outbox_id, id""")
     violations, checked, gaps, ratios = 0, 0, [], []
     for (oid, attempt, at, status), (oid2, attempt2, at2, _) in zip(rows, rows[1:]):
         if oid != oid2 or attempt2 != attempt + 1:
@@ -414,7 +451,7 @@ def retry_gaps(suite, database):
         ceiling = min(60.0, 0.25 * 2 ** max(0, attempt - 1))
         bound = ceiling / 2
         if status in (429, 503):
-            bound = max(bound, 1.0)  # the simulator sends retry-after: 1
+            bound = max(bound, 1.0)  # the simulators send retry-after: 1
         gap = at2 - at
         checked += 1
         gaps.append(gap)
@@ -455,10 +492,40 @@ def scenario_endpoint(suite, quick):
     return result
 
 
+def scenario_android(suite, quick):
+    """Android activities while FCM answers 20% 503 + 5% 429 (Retry-After) and resets connections."""
+    rate, seconds = (100, 5) if quick else (200, 20)
+    tokens = suite.create_database("android", 1000, android_share=1.0)
+    relay = Relay(suite, "android")
+    before = suite.responses(fcm=True)
+    suite.set_fcm_faults(rate503=0.2, rate429=0.05, retryAfterSeconds=1, resetRate=0.01)
+    writer = Writer(suite, "android", list(tokens), rate, seconds)
+    writer.start()
+    writer.join()
+    drained, pushes, result = collect(suite, "android", 120)
+    suite.set_fcm_faults()
+    relay.terminate()
+    after = suite.responses(fcm=True)
+    answered = {k: after.get(k, 0) - before.get(k, 0) for k in after if not k.startswith("token-")}
+    requests = sum(answered.values())
+    checked, violations, gaps, ratios = retry_gaps(suite, "android")
+    fcm_rows = suite.query("android", "SELECT count(*) FROM delivery_log WHERE transport = 'fcm'")[0][0]
+    result.update(writes=len(writer.committed), responses=answered, requests_per_accepted_message=requests / max(len(pushes), 1),
+                  retries_checked=checked, retries_sooner_than_policy=violations, drained_after_s=drained,
+                  fcm_log_rows=fcm_rows, min_gap_over_bound=min(ratios, default=0))
+    result["pass"] = (nothing_lost(result, drained)
+                      and violations == 0 and checked > 0 and result["requests_per_accepted_message"] < 2)
+    result["summary"] = (f"{requests} FCM requests for {len(pushes)} accepted messages (503 {answered.get('503', 0)}, "
+                         f"429 {answered.get('429', 0)}, resets {answered.get('reset', 0)}); {checked} retries all within "
+                         f"backoff bounds: {violations == 0} (shortest wait {min(ratios, default=0):.2f}× its lower bound); "
+                         f"{result['final_states_lost']} final states lost, {result['order_violations']} order violations")
+    return result
+
+
 def scenario_two_relays(suite, quick):
     """Two relays on one database, 50,000 updates: no duplicates, per-activity order, work shared."""
     total = 5000 if quick else 50000
-    tokens = suite.create_database("tworelays", 5000)
+    tokens = suite.create_database("tworelays", 5000, android_share=0.5)
     relays = [Relay(suite, "tworelays", name="relay-a"), Relay(suite, "tworelays", name="relay-b")]
     writers = [Writer(suite, "tworelays", list(tokens), None, None) for _ in range(3)]
     for w in writers:
@@ -667,6 +734,7 @@ SCENARIOS = {
     "pg-restart": scenario_pg_restart,
     "terminate": scenario_terminate,
     "endpoint": scenario_endpoint,
+    "android": scenario_android,
     "two-relays": scenario_two_relays,
     "sigterm": scenario_sigterm,
     "idle-transaction": scenario_idle_transaction,
@@ -695,6 +763,7 @@ def main():
     try:
         suite.start_postgres()
         suite.start_simulator()
+        suite.start_fcm_simulator()
         for name in chosen:
             started = time.time()
             try:
@@ -708,8 +777,9 @@ def main():
             if not result["pass"]:
                 failed.append(name)
     finally:
-        if suite.sim:
-            suite.sim.terminate()
+        for simulator in (suite.sim, suite.fcm):
+            if simulator:
+                simulator.terminate()
         if hasattr(suite, "data"):
             suite.stop_postgres()
     name = "faults-quick.json" if args.quick else "faults.json"

@@ -7,6 +7,8 @@ extension RelayServer {
     struct Transports: Sendable {
         var perWorker: [[any DeliveryTransport]]
         var credentialsMinted: @Sendable () -> [TransportKind: Int]
+        /// Closes every transport's connections and the credential sources'.
+        var shutdown: @Sendable () async -> Void
     }
 
     /// One client per worker and service (one HTTP/2 connection per origin each): a connection's streams are handled
@@ -15,6 +17,7 @@ extension RelayServer {
         let workers = configuration.delivery.workers
         var perWorker: [[any DeliveryTransport]] = Array(repeating: [], count: workers)
         var counters: [(TransportKind, @Sendable () -> Int)] = []
+        var sources: [FCMAccessTokenSource] = []
         if let apns = configuration.apns {
             let tokens = try ProviderTokenSource(teamID: apns.teamID, keyID: apns.keyID, privateKeyPEM: apns.privateKeyPEM)
             for index in 0..<workers {
@@ -28,10 +31,14 @@ extension RelayServer {
                 perWorker[index].append(try FCMTransport(configuration: fcm, tokens: tokens))
             }
             counters.append((.fcm, { tokens.mintCount }))
+            sources.append(tokens)
         }
-        let minted = counters
+        let minted = counters, all = perWorker.joined(), credentialSources = sources
         return Transports(perWorker: perWorker, credentialsMinted: {
             Dictionary(minted.map { ($0.0, $0.1()) }, uniquingKeysWith: +)
+        }, shutdown: {
+            for transport in all { await transport.shutdown() }
+            for source in credentialSources { await source.shutdown() }
         })
     }
 }

@@ -124,13 +124,12 @@ public struct RelayServer: Sendable {
         groupConfiguration.maximumGracefulShutdownDuration = Self.gracefulShutdownBudget
         groupConfiguration.maximumCancellationDuration = .seconds(1)
         let group = ServiceGroup(configuration: groupConfiguration)
-        let all = transports.perWorker.joined()
         do {
             try await group.run()
         } catch {
-            for transport in all { await transport.shutdown() }
+            await transports.shutdown()
             throw error
         }
-        for transport in all { await transport.shutdown() }
+        await transports.shutdown()
     }
 }
