@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """LiveRelay benchmarks (issue 4): one run, one machine, h2o as an independent HTTP/2 + TLS endpoint.
 
-Starts its own PostgreSQL cluster (default durable commits), h2o (answers 200 and logs the microsecond each request
-arrives), and the release `liverelay serve`; measures B1, B2, B5 and B6, prints percentiles and ratios to the h2load
-ceiling of the same run, and writes results.json and PNG plots. Run it through Benchmarks/run.
+Starts its own PostgreSQL cluster (default durable commits), h2o (answers APNs' 200, FCM's 200 body and an OAuth
+token, and logs the microsecond each request arrives), and the release `liverelay serve`; measures B1, B2, B2m (half
+Android), B3, B5 and B6, prints percentiles and ratios to the h2load ceiling of the same run, and writes results.json
+and PNG plots. Run it through Benchmarks/run.
 """
 import argparse
 import hashlib
@@ -140,7 +141,16 @@ hosts:
       /:
         mruby.handler: |
           Proc.new do |env|
-            [200, {{"apns-id" => (env["HTTP_APNS_ID"] || "")}}, []]
+            path = env["PATH_INFO"]
+            if path == "/token"
+              [200, {{"content-type" => "application/json"}},
+               ['{{"access_token":"ya29.bench","expires_in":3600,"token_type":"Bearer"}}']]
+            elsif path.start_with?("/v1/projects/")
+              [200, {{"content-type" => "application/json; charset=UTF-8"}},
+               ['{{"name":"projects/liverelay-bench/messages/0:1795246286000000%0"}}']]
+            else
+              [200, {{"apns-id" => (env["HTTP_APNS_ID"] || "")}}, []]
+            end
           end
         access-log:
           path: {self.access_log}
@@ -156,8 +166,8 @@ hosts:
         raise SystemExit("h2o did not start")
 
     def log_lines(self):
-        """Lines of the access log so far: (receive time in seconds, token). Read incrementally, so that polling it
-        costs little CPU next to the relay being measured."""
+        """Lines of the access log so far: (receive time in seconds, token; "fcm" for an FCM message, whose token is
+        in its body). Read incrementally, so that polling it costs little CPU next to the relay being measured."""
         if not hasattr(self, "_lines"):
             self._lines, self._offset = [], 0
         with open(self.access_log) as f:
@@ -169,6 +179,8 @@ hosts:
             parts = line.split()
             if len(parts) == 2 and parts[1].startswith("/3/device/"):
                 self._lines.append((int(parts[0]) / 1e6, parts[1][len("/3/device/"):]))
+            elif len(parts) == 2 and parts[1].startswith("/v1/projects/"):
+                self._lines.append((int(parts[0]) / 1e6, "fcm"))
         return list(self._lines)
 
     def wait_for_log(self, count, timeout):
@@ -185,8 +197,18 @@ hosts:
         if not os.path.exists(key):
             subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key],
                            check=True, capture_output=True)
+        account = os.path.join(self.work, "fcm-account.json")
+        if not os.path.exists(account):
+            rsa = os.path.join(self.work, "fcm-key.pem")
+            subprocess.run(["openssl", "genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", rsa],
+                           check=True, capture_output=True)
+            with open(rsa) as f, open(account, "w") as out:
+                json.dump({"type": "service_account", "project_id": "liverelay-bench", "private_key_id": "bench-key",
+                           "private_key": f.read(), "client_email": "bench@liverelay-bench.iam.gserviceaccount.com",
+                           "token_uri": f"https://127.0.0.1:{self.h2o_port}/token"}, out)
         env = dict(os.environ)
         env.update({
+            "FCM_SERVICE_ACCOUNT_FILE": account, "FCM_URL": f"https://127.0.0.1:{self.h2o_port}", "FCM_CA_FILE": self.cert,
             "DATABASE_URL": self.url, "APNS_TEAM_ID": "BENCHTEAM1", "APNS_KEY_ID": "BENCHKEY01", "APNS_PRIVATE_KEY_FILE": key,
             "APNS_PRODUCTION_URL": f"https://127.0.0.1:{self.h2o_port}", "APNS_SANDBOX_URL": f"https://127.0.0.1:{self.h2o_port}",
             "APNS_CA_FILE": self.cert, "PORT": str(self.http_port), "LIVERELAY_ADMIN_TOKEN": ADMIN_TOKEN, "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "warning"), "LIVERELAY_SQL_DIR": ROOT,
@@ -216,12 +238,15 @@ hosts:
             self.relay = None
 
 
-def register(stack, prefix, count, state="'{\"n\": 0}'"):
+def register(stack, prefix, count, state="'{\"n\": 0}'", android_share=0.0):
+    """Activities `prefix1`…; every 1/android_share-th of them (spread evenly) Android, with an FCM token."""
+    every = int(round(1 / android_share)) if android_share else 0
     stack.sql(f"""
-        INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, content_state)
-        SELECT encode(sha256('bench'), 'hex'), %s || i, md5(%s || i) || md5(i::text), 'dev.liverelay.bench', {state}
+        INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, content_state, platform)
+        SELECT encode(sha256('bench'), 'hex'), %s || i, md5(%s || i) || md5(i::text), 'dev.liverelay.bench', {state},
+               CASE WHEN %s > 0 AND i %% %s = 0 THEN 'android' ELSE 'ios' END
         FROM generate_series(1, %s) AS i
-        """, (prefix, prefix, count))
+        """, (prefix, prefix, every, max(every, 1), count))
     rows = stack.sql("SELECT session_id, activity_token FROM activity_registration WHERE session_id LIKE %s", (prefix + "%",))
     return dict(rows)
 
@@ -281,7 +306,12 @@ def b2_round(stack, k, count, where="session_id LIKE 'b2-%%'"):
     cpu = {name: cpu_seconds(pid, children) - cpu_before[name] for name, pid, children in pids}
     times = sorted(received for received, _ in lines)
     last = times[-1] if times else committed
-    return {"activities": count, "received": len(times), "statement_seconds": committed - started,
+    by_transport = {}
+    for name, mine in (("apns", [t for t, token in lines if token != "fcm"]), ("fcm", [t for t, token in lines if token == "fcm"])):
+        if mine:
+            by_transport[name] = {"received": len(mine),
+                                  "pushes_per_second": len(mine) / max(max(mine) - committed, 1e-9)}
+    return {"activities": count, "received": len(times), "statement_seconds": committed - started, "by_transport": by_transport,
             "first_push_ms": (times[0] - committed) * 1000 if times else None,
             "seconds_after_commit": last - committed, "pushes_per_second": len(times) / max(last - committed, 1e-9),
             "peak_rss_mb": rss_kb(stack.relay.pid, "VmHWM") / 1024, "timeline": [t - committed for t in times],
@@ -299,6 +329,21 @@ def bench_b2(stack, count):
     first = b2_round(stack, 1, count)
     second = b2_round(stack, 2, count)
     second["first_round"] = {k: v for k, v in first.items() if k != "timeline"}
+    return second
+
+
+def bench_b2m(stack, count):
+    """B2 with half the activities Android (FCM), seeded while the relay runs and then `VACUUM; CHECKPOINT`; two
+    rounds (the second reported), then one round over the Android half alone for FCM's CPU per message."""
+    register(stack, "b2m-", count, state="NULL", android_share=0.5)
+    stack.sql("VACUUM")
+    stack.sql("CHECKPOINT")
+    where = "session_id LIKE 'b2m-%%'"
+    first = b2_round(stack, 1, count, where=where)
+    second = b2_round(stack, 2, count, where=where)
+    second["first_round"] = {k: v for k, v in first.items() if k != "timeline"}
+    android = b2_round(stack, 3, count // 2, where=where + " AND platform = 'android'")
+    second["android_only"] = {k: v for k, v in android.items() if k != "timeline"}
     return second
 
 
@@ -432,7 +477,7 @@ def main():
     parser.add_argument("--b5-seconds", type=int, default=20)
     parser.add_argument("--b3-clients", type=int, default=10_000)
     parser.add_argument("--out", default=os.path.join(ROOT, "Benchmarks", "results"))
-    parser.add_argument("--only", default="B1,B2,B3,B5,B6", help="comma-separated scenarios to run (e.g. B2)")
+    parser.add_argument("--only", default="B1,B2,B2M,B3,B5,B6", help="comma-separated scenarios to run (e.g. B2)")
     args = parser.parse_args()
     only = set(args.only.upper().split(","))
     os.makedirs(args.out, exist_ok=True)
@@ -465,6 +510,8 @@ def main():
             if os.environ.get("BENCH_PERF"):
                 perf.send_signal(signal.SIGINT)
                 perf.wait()
+        if "B2M" in only:
+            results["B2m"] = bench_b2m(stack, args.b2_activities)
         if "B5" in only:
             results["B5"] = bench_b5(stack, 16, args.b5_seconds, args.b1_rate * args.b1_seconds)
         if "B3" in only:
@@ -498,6 +545,21 @@ def main():
                          + f" (first round: {first['pushes_per_second']:,.0f} pushes/s, postgres "
                          f"{first['cpu_microseconds_per_push']['postgres']:.0f} µs, {first['peak_rss_mb']:.0f} MB)")
         slim["B2"].pop("timeline", None)
+    if "B2m" in results:
+        mixed, android = results["B2m"], results["B2m"]["android_only"]
+        rates = ", ".join(f"{name} {v['received']:,} at {v['pushes_per_second']:,.0f}/s"
+                          for name, v in mixed["by_transport"].items())
+        ratio = (f" = {mixed['pushes_per_second'] / results['B2']['pushes_per_second']:.2f} of B2's all-iOS rate"
+                 if "B2" in results else "")
+        ios_cpu = results["B2"]["cpu_microseconds_per_push"]["relay"] if "B2" in results else float("nan")
+        summary["B2m"] = (f"{mixed['received']}/{mixed['activities']} (half Android) in {mixed['seconds_after_commit']:.2f} s: "
+                          f"{mixed['pushes_per_second']:,.0f} pushes/s{ratio} ({rates}); first push "
+                          f"{mixed['first_push_ms']:.0f} ms; relay peak RSS {mixed['peak_rss_mb']:.0f} MB; CPU per push: "
+                          + ", ".join(f"{k} {v:.0f} µs" for k, v in mixed["cpu_microseconds_per_push"].items())
+                          + f"; relay per push by transport: APNs {ios_cpu:.0f} µs (B2), FCM "
+                          f"{android['cpu_microseconds_per_push']['relay']:.0f} µs (Android half alone, "
+                          f"{android['pushes_per_second']:,.0f} messages/s)")
+        slim["B2m"].pop("timeline", None)
     if "B3" in results:
         b3, l = results["B3"], results["B3"]["latencies_ms"]
         summary["B3"] = (f"{b3['received']}/{b3['clients']} SSE clients received the event ({b3['connected']} connected); "

@@ -191,13 +191,14 @@ struct LiveActivityRoutes: Sendable {
 
     /// The push token: `token` or `pushToken` (APNs), or `fcmToken` (FCM registration token, as Sendora names it).
     static func token(_ body: JSONBody) throws -> String {
-        if let fcm = try body.optionalString("fcmToken", maxLength: 512) {
-            guard body.members["token"] == nil, body.members["pushToken"] == nil else {
-                throw APIError.badRequest("give one of token, pushToken and fcmToken")
-            }
-            return fcm
+        guard let fcm = try body.optionalString("fcmToken", maxLength: 512) else {
+            return try body.string("token", or: "pushToken", maxLength: 512)
         }
-        return try body.string("token", or: "pushToken", maxLength: 512)
+        if body.members["token"] == nil, body.members["pushToken"] == nil { return fcm }
+        guard try body.string("token", or: "pushToken", maxLength: 512) == fcm else {
+            throw APIError.badRequest("fcmToken and token differ: give one of them")
+        }
+        return fcm
     }
 
     /// Runs a write in a transaction; the database's refusals (bad JSON shape, payload too large) reach the caller
