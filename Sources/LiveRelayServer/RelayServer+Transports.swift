@@ -1,6 +1,7 @@
 import LiveRelayAPNs
 import LiveRelayCore
 import LiveRelayFCM
+import Logging
 
 extension RelayServer {
     /// The push services of one relay: a transport of each configured service per worker, and their credential counts.
@@ -9,6 +10,9 @@ extension RelayServer {
         var credentialsMinted: @Sendable () -> [TransportKind: Int]
         /// Closes every transport's connections and the credential sources'.
         var shutdown: @Sendable () async -> Void
+        /// Gets the credentials that need a round trip (FCM's access token) before the first delivery needs them, and
+        /// says at start-up when they cannot be had.
+        var warmUp: @Sendable (Logger) async -> Void
     }
 
     /// One client per worker and service (one HTTP/2 connection per origin each): a connection's streams are handled
@@ -39,6 +43,16 @@ extension RelayServer {
         }, shutdown: {
             for transport in all { await transport.shutdown() }
             for source in credentialSources { await source.shutdown() }
+        }, warmUp: { logger in
+            for source in credentialSources {
+                do {
+                    _ = try await source.token()
+                } catch {
+                    logger.error("no FCM access token yet (Android deliveries retry until there is one)", metadata: [
+                        "error": "\(error)",
+                    ])
+                }
+            }
         })
     }
 }

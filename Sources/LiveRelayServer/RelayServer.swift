@@ -80,9 +80,11 @@ public struct RelayServer: Sendable {
         let listener = WakeupListener(connector: connector, logger: logger)
         let metrics = RelayMetrics()
         let transports = try makeTransports()
-        logger.notice("push services", metadata: [
-            "platforms": "\(configuration.enabledPlatforms.map { "\($0.rawValue) (\($0.transport.rawValue))" }.joined(separator: ", "))",
-        ])
+        let platforms = configuration.enabledPlatforms.map { "\($0.rawValue) (\($0.transport.rawValue))" }
+        logger.notice("push services", metadata: ["platforms": "\(platforms.joined(separator: ", "))"])
+        // Not awaited: a token endpoint that is slow or refuses must not hold up start-up (shutdown ends it).
+        let logger = self.logger
+        Task { await transports.warmUp(logger) }
         let stop = StopSignal()
         let workers = transports.perWorker.enumerated().map { index, workerTransports in
             var workerLogger = logger

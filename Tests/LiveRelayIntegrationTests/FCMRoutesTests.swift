@@ -1,3 +1,4 @@
+import _CryptoExtras
 import FCMSimulator
 import Foundation
 import LiveRelayCore
@@ -111,6 +112,33 @@ struct FCMRoutesTests {
                 SELECT count(*)::int8 FROM activity_registration WHERE session_id = 'big-android' AND content_state IS NOT NULL
                   AND content_state ? '0'
                 """, as: Int64.self) == [0])
+        }
+    }
+
+    @Test("a service account the token endpoint refuses: Android deliveries wait and retry, and the log says why")
+    func refusedAssertion() async throws {
+        try await Harness.with { h in
+            try await h.withFCM { fcm in
+                // A key FCM's token endpoint does not know (a deleted or rotated service-account key).
+                let stranger = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+                let tokenURI = "https://localhost:\(fcm.port)/token"
+                var environment = fcm.environment
+                environment["FCM_SERVICE_ACCOUNT_FILE"] = nil
+                environment["FCM_SERVICE_ACCOUNT"] = FCMSimulator.serviceAccountJSON(
+                    key: stranger, projectID: FCMFixture.projectID, tokenURI: tokenURI)
+                try await h.withRelay(environment: environment) {
+                    try await h.registerAndroidActivity(session: "refused", token: randomFCMToken())
+                    try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 1}'")
+                    try await h.waitUntil("""
+                        SELECT count(*) > 0 FROM delivery_log WHERE status = 'retrying' AND session_id = 'refused'
+                          AND error LIKE 'no FCM access token: the token endpoint refused%invalid_grant%'
+                        """)
+                    #expect(fcm.simulator.messages().isEmpty)
+                    #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self) == [1])
+                    let errors = try await h.rows("SELECT error FROM delivery_log", as: String.self)
+                    #expect(!errors.contains { $0.contains("PRIVATE KEY") || $0.contains("eyJ") }, "no key or assertion logged")
+                }
+            }
         }
     }
 
