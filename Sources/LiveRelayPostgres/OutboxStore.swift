@@ -21,9 +21,10 @@ public struct OutboxStore: Sendable {
         public var snapshots: [UUID: ActivitySnapshot] = [:]
     }
 
-    /// In one statement (one round trip): locks up to `limit` due rows no other worker holds, takes the per-activity
-    /// advisory lock of each of their activities it can (one sender per activity across all relays), and reads those
-    /// activities' state with the device's message and what was last sent (in a snapshot taken after the locks).
+    /// In one statement (one round trip, `liverelay_claim_batch` in sql/040_delivery.sql): locks up to `limit` due
+    /// rows no other worker holds, takes the per-activity advisory lock of each of their activities it can (one sender
+    /// per activity across all relays), and reads those activities' state with the device's message and what was last
+    /// sent (in a snapshot taken after the locks).
     ///
     /// The worker session plans it afresh on every call (`plan_cache_mode = force_custom_plan`, see DeliveryWorker):
     /// a cached generic plan made while the outbox was empty scanned and sorted the whole backlog and joined the
@@ -60,82 +61,38 @@ public struct OutboxStore: Sendable {
         return claim
     }
 
-    /// Writes a batch's outcomes: log rows, removed and rescheduled outbox rows, dead tokens, environment changes.
+    /// Writes a batch's outcomes: log rows, removed and rescheduled outbox rows, what was sent
+    /// (`liverelay_record_batch`, one round trip), and, when the batch learnt any, dead tokens and tokens of the
+    /// other APNs environment (`liverelay_retire_tokens`, `liverelay_move_tokens`). See sql/040_delivery.sql.
     public func record(_ outcome: BatchOutcome, on connection: PostgresConnection) async throws {
-        // The common outcomes in one statement (one round trip): log rows, finished rows removed, retries rescheduled,
-        // what was sent remembered per activity.
         let logs = outcome.logs
-        let retryIDs = outcome.retries.map(\.rowID)
-        let retryDelays = outcome.retries.map { Int64($0.delaySeconds * 1000) }
-        let retryErrors = outcome.retries.map(\.error)
-        let stateIDs = outcome.sentStates.map(\.activityID)
-        let stateTimestamps = outcome.sentStates.map(\.timestamp)
-        let stateHashes = outcome.sentStates.map(\.stateHash)
+        let retries = outcome.retries, sent = outcome.sentStates
         try await connection.query("""
-            WITH logged AS (
-                INSERT INTO delivery_log (secret_hash, event_type, session_id, status, error, outbox_id, activity_id, push_type,
-                                          apns_env, token_suffix, apns_id, apns_status, apns_reason, attempt, latency_ms, request_id,
-                                          transport, provider_status, provider_reason)
-                SELECT nullif(l.secret_hash, ''), l.event_type, nullif(l.session_id, ''), l.status, nullif(l.error, ''), l.outbox_id,
-                       nullif(l.activity_id, '')::uuid, nullif(l.push_type, ''), nullif(l.apns_env, ''), nullif(l.token_suffix, ''),
-                       l.apns_id, CASE WHEN l.transport = 'apns' THEN nullif(l.status_code, 0) END,
-                       CASE WHEN l.transport = 'apns' THEN nullif(l.reason, '') END, l.attempt, nullif(l.latency_ms, -1),
-                       nullif(l.request_id, '')::uuid, nullif(l.transport, ''), nullif(l.status_code, 0), nullif(l.reason, '')
-                FROM unnest(\(logs.map { $0.secretHash ?? "" })::text[], \(logs.map(\.eventType))::text[],
-                            \(logs.map { $0.sessionID ?? "" })::text[], \(logs.map(\.status.rawValue))::text[], \(logs.map { $0.error ?? "" })::text[],
-                            \(logs.map(\.outboxID))::int8[], \(logs.map { $0.activityID?.uuidString ?? "" })::text[],
-                            \(logs.map { $0.pushType ?? "" })::text[], \(logs.map { $0.environment ?? "" })::text[],
-                            \(logs.map { $0.tokenSuffix ?? "" })::text[], \(logs.map(\.apnsID))::uuid[],
-                            \(logs.map { Int32($0.providerStatus ?? 0) })::int4[], \(logs.map { $0.providerReason ?? "" })::text[],
-                            \(logs.map { Int32($0.attempt) })::int4[], \(logs.map { $0.latencyMilliseconds ?? -1 })::float8[],
-                            \(logs.map { $0.requestID?.uuidString ?? "" })::text[],
-                            \(logs.map { $0.transport?.rawValue ?? "" })::text[])
-                     AS l(secret_hash, event_type, session_id, status, error, outbox_id, activity_id, push_type, apns_env,
-                          token_suffix, apns_id, status_code, reason, attempt, latency_ms, request_id, transport)
-            ), removed AS (
-                DELETE FROM delivery_outbox WHERE id = ANY(\(outcome.finishedRowIDs)::int8[])
-            ), rescheduled AS (
-                UPDATE delivery_outbox o SET attempts = o.attempts + 1,
-                       next_attempt_at = now() + r.delay_ms * interval '1 millisecond', last_error = r.error
-                FROM unnest(\(retryIDs)::int8[], \(retryDelays)::int8[], \(retryErrors)::text[]) AS r(id, delay_ms, error)
-                WHERE o.id = r.id
-            ), remembered AS (
-                INSERT INTO activity_delivery_state (activity_id, last_timestamp, last_payload, last_sent_at)
-                SELECT s.id, s.ts, decode(s.hash, 'hex'), now()
-                FROM unnest(\(stateIDs)::uuid[], \(stateTimestamps)::int8[], \(stateHashes)::text[]) AS s(id, ts, hash)
-                JOIN activity_registration a ON a.id = s.id
-                ON CONFLICT (activity_id) DO UPDATE
-                SET last_timestamp = excluded.last_timestamp, last_payload = excluded.last_payload, last_sent_at = excluded.last_sent_at
-            )
-            SELECT 1
+            SELECT liverelay_record_batch(
+                \(logs.map { $0.secretHash ?? "" })::text[], \(logs.map(\.eventType))::text[],
+                \(logs.map { $0.sessionID ?? "" })::text[], \(logs.map(\.status.rawValue))::text[],
+                \(logs.map { $0.error ?? "" })::text[], \(logs.map(\.outboxID))::int8[],
+                \(logs.map { $0.activityID?.uuidString ?? "" })::text[], \(logs.map { $0.pushType ?? "" })::text[],
+                \(logs.map { $0.environment ?? "" })::text[], \(logs.map { $0.tokenSuffix ?? "" })::text[],
+                \(logs.map(\.apnsID))::uuid[], \(logs.map { Int32($0.providerStatus ?? 0) })::int4[],
+                \(logs.map { $0.providerReason ?? "" })::text[], \(logs.map { Int32($0.attempt) })::int4[],
+                \(logs.map { $0.latencyMilliseconds ?? -1 })::float8[], \(logs.map { $0.requestID?.uuidString ?? "" })::text[],
+                \(logs.map { $0.transport?.rawValue ?? "" })::text[],
+                \(outcome.finishedRowIDs)::int8[], \(retries.map(\.rowID))::int8[],
+                \(retries.map { Int64($0.delaySeconds * 1000) })::int8[], \(retries.map(\.error))::text[],
+                \(sent.map(\.activityID))::uuid[], \(sent.map(\.timestamp))::int8[], \(sent.map(\.stateHash))::text[])
             """, logger: logger)
-        if !outcome.deadActivityTokens.isEmpty {
-            let ids = outcome.deadActivityTokens.map(\.activityID)
-            let tokens = outcome.deadActivityTokens.map(\.token)
+        if !outcome.deadActivityTokens.isEmpty || !outcome.deadDeviceTokens.isEmpty || !outcome.deadStartTokens.isEmpty {
             try await connection.query("""
-                UPDATE activity_registration a SET status = 'invalidated'
-                FROM unnest(\(ids)::uuid[], \(tokens)::text[]) AS d(id, token)
-                WHERE a.id = d.id AND a.activity_token = d.token AND a.status <> 'invalidated'
+                SELECT liverelay_retire_tokens(\(outcome.deadActivityTokens.map(\.activityID))::uuid[],
+                    \(outcome.deadActivityTokens.map(\.token))::text[], \(outcome.deadDeviceTokens)::text[],
+                    \(outcome.deadStartTokens)::text[])
                 """, logger: logger)
         }
-        if !outcome.deadDeviceTokens.isEmpty {
-            try await connection.query(
-                "DELETE FROM device_registration WHERE device_token = ANY(\(outcome.deadDeviceTokens)::text[])", logger: logger)
-        }
-        if !outcome.deadStartTokens.isEmpty {
+        if !outcome.environmentChanges.isEmpty {
             try await connection.query("""
-                UPDATE device_registration SET push_to_start_token = NULL
-                WHERE push_to_start_token = ANY(\(outcome.deadStartTokens)::text[])
-                """, logger: logger)
-        }
-        for change in outcome.environmentChanges {
-            let env = change.environment.rawValue
-            try await connection.query("""
-                UPDATE activity_registration SET apns_env = \(env) WHERE activity_token = \(change.token) AND apns_env <> \(env)
-                """, logger: logger)
-            try await connection.query("""
-                UPDATE device_registration SET apns_env = \(env)
-                WHERE (device_token = \(change.token) OR push_to_start_token = \(change.token)) AND apns_env <> \(env)
+                SELECT liverelay_move_tokens(\(outcome.environmentChanges.map(\.token))::text[],
+                    \(outcome.environmentChanges.map(\.environment.rawValue))::text[])
                 """, logger: logger)
         }
     }
@@ -147,34 +104,8 @@ struct ClaimStatement: PostgresPreparedStatement {
                      Double, Int32, Int64, Bool,
                      UUID?, String?, String?, String?, String?, String?, Int64?, Int64?, Double?, Int32?, Bool, String?, Int64?,
                      String?, String?)
-    static let name = "liverelay_claim_v3"
-    static let sql = """
-            WITH claimed AS MATERIALIZED (
-                SELECT id, kind, platform, activity_id, event_type, secret_hash, session_id, device_token, bundle_id, apns_env, payload,
-                       priority, apns_id, request_id, enqueued_at, attempts, next_attempt_at
-                FROM delivery_outbox
-                WHERE next_attempt_at <= now()
-                ORDER BY next_attempt_at, id
-                LIMIT $1
-                FOR UPDATE SKIP LOCKED
-            ), locked AS MATERIALIZED (
-                SELECT d.activity_id FROM (SELECT DISTINCT activity_id FROM claimed WHERE activity_id IS NOT NULL) d
-                WHERE pg_try_advisory_xact_lock(hashtextextended(d.activity_id::text, 7031))
-            ), states AS MATERIALIZED (
-                -- Read after the locks are held, with a fresh snapshot (see sql/040_delivery.sql).
-                SELECT * FROM liverelay_locked_activity_states(ARRAY(SELECT activity_id FROM locked))
-            )
-            SELECT c.id, c.kind, c.platform, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token, c.bundle_id, c.apns_env,
-                   c.payload::text, c.priority::int4, c.apns_id, c.request_id, extract(epoch FROM c.enqueued_at)::float8, c.attempts,
-                   floor(extract(epoch FROM clock_timestamp()))::int8, l.activity_id IS NOT NULL,
-                   a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state,
-                   a.stale_date, a.dismissal_date, a.relevance_score, a.priority, coalesce(a.has_message, false), a.message,
-                   a.last_timestamp, a.last_payload, a.platform
-            FROM claimed c
-            LEFT JOIN locked l ON l.activity_id = c.activity_id
-            LEFT JOIN states a ON a.id = l.activity_id
-            ORDER BY c.next_attempt_at, c.id
-        """
+    static let name = "liverelay_claim_v4"
+    static let sql = "SELECT * FROM liverelay_claim_batch($1::int4)"
     var limit: Int64
 
     func makeBindings() throws -> PostgresBindings {

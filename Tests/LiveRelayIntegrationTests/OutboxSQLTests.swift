@@ -1,0 +1,91 @@
+import Foundation
+import LiveRelayCore
+import LiveRelayPostgres
+import PostgresNIO
+import Testing
+
+/// The delivery queue's SQL functions (sql/040_delivery.sql) on their own, as a worker calls them.
+@Suite("Outbox SQL functions")
+struct OutboxSQLTests {
+    @Test("liverelay_claim_batch: a second worker skips the rows the first holds and may not send their activity")
+    func claim() async throws {
+        try await Harness.with { h in
+            try await h.registerActivity(session: "claimed")
+            for n in 1...2 {
+                try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))")
+            }
+            let connector = try DatabaseConnector(url: h.databaseURL)
+            try await connector.withConnection(logger: h.logger) { first in
+                try await connector.withConnection(logger: h.logger) { second in
+                    try await first.query("BEGIN", logger: h.logger)
+                    try await second.query("BEGIN", logger: h.logger)
+                    let mine = try await Self.claim(1, on: first, h)
+                    let theirs = try await Self.claim(10, on: second, h)
+                    #expect(mine.count == 1 && mine[0].locked && mine[0].status == "active")
+                    #expect(theirs.count == 1 && theirs[0].id != mine[0].id, "the row the first holds is skipped")
+                    #expect(theirs.first?.locked == false, "one sender per activity: the second may not send it now")
+                    try await first.query("ROLLBACK", logger: h.logger)
+                    let after = try await Self.claim(10, on: first, h)
+                    #expect(after.map(\.id) == [mine[0].id], "rolled back, the row is claimable again")
+                    try await first.query("ROLLBACK", logger: h.logger)
+                    try await second.query("ROLLBACK", logger: h.logger)
+                }
+            }
+        }
+    }
+
+    static func claim(_ batch: Int32, on connection: PostgresConnection, _ h: Harness) async throws
+        -> [(id: Int64, locked: Bool, status: String?)] {
+        var rows: [(id: Int64, locked: Bool, status: String?)] = []
+        for try await (id, locked, status) in try await connection.query(
+            "SELECT id, locked, status FROM liverelay_claim_batch(\(batch))", logger: h.logger
+        ).decode((Int64, Bool, String?).self) {
+            rows.append((id, locked, status))
+        }
+        return rows
+    }
+
+    @Test("liverelay_record_batch logs each transport's answer and removes what is finished")
+    func record() async throws {
+        try await Harness.with { h in
+            let id = try await h.registerAndroidActivity(session: "logged", token: randomFCMToken())
+            try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 1}'")
+            let outbox = try #require(try await h.rows("SELECT id FROM delivery_outbox", as: Int64.self).first)
+            try await h.sql("""
+                SELECT liverelay_record_batch(
+                    ARRAY[''], ARRAY['update'], ARRAY['logged'], ARRAY['failed'], ARRAY['token invalidated: UNREGISTERED'],
+                    ARRAY[\(outbox)]::int8[], ARRAY[\(id.uuidString)], ARRAY['data'], ARRAY[''], ARRAY['abcdefgh'],
+                    ARRAY[gen_random_uuid()], ARRAY[404], ARRAY['UNREGISTERED'], ARRAY[1], ARRAY[12.5]::float8[], ARRAY[''],
+                    ARRAY['fcm'], ARRAY[\(outbox)]::int8[], '{}', '{}', '{}', '{}', '{}', '{}')
+                """)
+            #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self) == [0])
+            let logged = try await h.rows("""
+                SELECT concat_ws(' ', status, transport, provider_status, provider_reason, apns_status IS NULL, push_type)
+                FROM delivery_log
+                """, as: String.self)
+            #expect(logged == ["failed fcm 404 UNREGISTERED t data"], "APNs columns stay empty for FCM")
+        }
+    }
+
+    @Test("liverelay_retire_tokens invalidates an activity only while it still holds the dead token, deletes devices")
+    func retire() async throws {
+        try await Harness.with { h in
+            let dead = randomToken(), renewed = randomToken(), device = randomToken()
+            try await h.registerActivity(session: "dead", token: dead)
+            try await h.registerActivity(session: "renewed", token: renewed)
+            try await h.sql("""
+                INSERT INTO device_registration (secret_hash, device_token, bundle_id)
+                VALUES (\(secretHash("s")), \(device), 'app')
+                """)
+            let ids = try await h.rows("SELECT id FROM activity_registration ORDER BY session_id", as: UUID.self)
+            // The second activity's dead token is an older one: it registered a new token since.
+            try await h.sql("""
+                SELECT liverelay_retire_tokens(\(ids)::uuid[], ARRAY[\(dead), 'an-older-token'], ARRAY[\(device)], '{}')
+                """)
+            let statuses = try await h.rows(
+                "SELECT session_id || ' ' || status FROM activity_registration ORDER BY session_id", as: String.self)
+            #expect(statuses == ["dead invalidated", "renewed active"])
+            #expect(try await h.rows("SELECT count(*)::int8 FROM device_registration", as: Int64.self) == [0])
+        }
+    }
+}
