@@ -22,6 +22,8 @@ struct FCMSimCommand: AsyncParsableCommand {
     var serviceAccountOut = ".liverelay/fcm-service-account.json"
     @Option(help: "The service account's RSA key (PEM). Generated when absent.") var keyFile = ".liverelay/fcm-sim-key.pem"
     @Option(help: "The Firebase project ID (FCM_PROJECT_ID).") var projectId = "liverelay-dev"
+    @Option(help: "The token endpoint written into the service account, as the relay reaches it (default: this server's).")
+    var tokenUri: String?
     @Option(name: .customLong("fail-token"), help: "TOKEN=CODE: answer this token with an FCM error code (e.g. UNREGISTERED).")
     var failTokens: [String] = []
     @Option(help: "Share of requests answered 503.") var rate503 = 0.0
@@ -49,12 +51,12 @@ struct FCMSimCommand: AsyncParsableCommand {
         faults.retryAfterSeconds = retryAfter
         faults.resetRate = resetRate
         faults.accessTokenLifetimeSeconds = accessTokenLifetime
-        let (host, projectID, accountOut, caOut) = (host, projectId, serviceAccountOut, caOut)
+        let (host, projectID, accountOut, caOut, givenURI) = (host, projectId, serviceAccountOut, caOut, tokenUri)
         let simulator = try FCMSimulator(
             credentials: FCMSimulator.credentials(key: key, projectID: projectID, tokenURI: ""), certificate: certificate,
             faults: faults, printMessages: !quiet, logger: logger)
         let app = try simulator.application(host: host, port: port) { port in
-            let tokenURI = "https://\(host):\(port)/token"
+            let tokenURI = givenURI ?? "https://\(host == "0.0.0.0" ? "localhost" : host):\(port)/token"
             simulator.setTokenURI(tokenURI)
             do {
                 let account = FCMSimulator.serviceAccountJSON(key: key, projectID: projectID, tokenURI: tokenURI)
