@@ -208,7 +208,8 @@ hosts:
                            "token_uri": f"https://127.0.0.1:{self.h2o_port}/token"}, out)
         env = dict(os.environ)
         env.update({
-            "FCM_SERVICE_ACCOUNT_FILE": account, "FCM_URL": f"https://127.0.0.1:{self.h2o_port}", "FCM_CA_FILE": self.cert,
+            "FCM_SERVICE_ACCOUNT_FILE": account, "FCM_URL": f"https://127.0.0.1:{self.h2o_port}",
+            "FCM_CA_FILE": self.cert,
             "DATABASE_URL": self.url, "APNS_TEAM_ID": "BENCHTEAM1", "APNS_KEY_ID": "BENCHKEY01", "APNS_PRIVATE_KEY_FILE": key,
             "APNS_PRODUCTION_URL": f"https://127.0.0.1:{self.h2o_port}", "APNS_SANDBOX_URL": f"https://127.0.0.1:{self.h2o_port}",
             "APNS_CA_FILE": self.cert, "PORT": str(self.http_port), "LIVERELAY_ADMIN_TOKEN": ADMIN_TOKEN, "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "warning"), "LIVERELAY_SQL_DIR": ROOT,
@@ -307,11 +308,13 @@ def b2_round(stack, k, count, where="session_id LIKE 'b2-%%'"):
     times = sorted(received for received, _ in lines)
     last = times[-1] if times else committed
     by_transport = {}
-    for name, mine in (("apns", [t for t, token in lines if token != "fcm"]), ("fcm", [t for t, token in lines if token == "fcm"])):
+    for name in ("apns", "fcm"):
+        mine = [t for t, token in lines if (token == "fcm") == (name == "fcm")]
         if mine:
             by_transport[name] = {"received": len(mine),
                                   "pushes_per_second": len(mine) / max(max(mine) - committed, 1e-9)}
-    return {"activities": count, "received": len(times), "statement_seconds": committed - started, "by_transport": by_transport,
+    return {"activities": count, "received": len(times), "statement_seconds": committed - started,
+            "by_transport": by_transport,
             "first_push_ms": (times[0] - committed) * 1000 if times else None,
             "seconds_after_commit": last - committed, "pushes_per_second": len(times) / max(last - committed, 1e-9),
             "peak_rss_mb": rss_kb(stack.relay.pid, "VmHWM") / 1024, "timeline": [t - committed for t in times],
@@ -552,9 +555,11 @@ def main():
         ratio = (f" = {mixed['pushes_per_second'] / results['B2']['pushes_per_second']:.2f} of B2's all-iOS rate"
                  if "B2" in results else "")
         ios_cpu = results["B2"]["cpu_microseconds_per_push"]["relay"] if "B2" in results else float("nan")
-        summary["B2m"] = (f"{mixed['received']}/{mixed['activities']} (half Android) in {mixed['seconds_after_commit']:.2f} s: "
+        summary["B2m"] = (f"{mixed['received']}/{mixed['activities']} (half Android) in "
+                          f"{mixed['seconds_after_commit']:.2f} s: "
                           f"{mixed['pushes_per_second']:,.0f} pushes/s{ratio} ({rates}); first push "
-                          f"{mixed['first_push_ms']:.0f} ms; relay peak RSS {mixed['peak_rss_mb']:.0f} MB; CPU per push: "
+                          f"{mixed['first_push_ms']:.0f} ms; relay peak RSS {mixed['peak_rss_mb']:.0f} MB; "
+                          "CPU per push: "
                           + ", ".join(f"{k} {v:.0f} µs" for k, v in mixed["cpu_microseconds_per_push"].items())
                           + f"; relay per push by transport: APNs {ios_cpu:.0f} µs (B2), FCM "
                           f"{android['cpu_microseconds_per_push']['relay']:.0f} µs (Android half alone, "

@@ -133,7 +133,8 @@ class Suite(Stack):
         self.fcm = subprocess.Popen([self.binary, "fcm-sim", "--port", str(self.fcm_port), "--ca-out", self.fcm_ca,
                                      "--service-account-out", self.fcm_account,
                                      "--key-file", os.path.join(self.work, "fcm-key.pem"), "--quiet"],
-                                    stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.work, "fcm-sim.log"), "ab"))
+                                    stdout=subprocess.DEVNULL,
+                                    stderr=open(os.path.join(self.work, "fcm-sim.log"), "ab"))
         deadline = time.time() + 30
         while time.time() < deadline:
             if os.path.exists(self.fcm_account) and os.path.exists(self.fcm_ca):
@@ -183,6 +184,7 @@ class Suite(Stack):
     def create_database(self, database, activities, android_share=0.0):
         """Creates and migrates a database with `activities` activities, the first `android_share` of them Android
         (FCM registration tokens), the rest iOS; returns session → token."""
+        android = int(activities * android_share)
         with psycopg.connect(self.url_for("postgres"), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{database}"')
         env = self.relay_env(database)
@@ -196,7 +198,7 @@ class Suite(Stack):
                             ELSE md5(%s || i) || md5(i::text) END,
                        'dev.liverelay.faults', '{"n": 0}', CASE WHEN i <= %s THEN 'android' ELSE 'ios' END
                 FROM generate_series(1, %s) AS i""",
-                         (int(activities * android_share), database, database, int(activities * android_share), activities))
+                         (android, database, database, android, activities))
             conn.execute("CREATE SEQUENCE faults_n")
             rows = conn.execute("SELECT session_id, activity_token FROM activity_registration").fetchall()
         return dict(rows)
@@ -510,15 +512,17 @@ def scenario_android(suite, quick):
     requests = sum(answered.values())
     checked, violations, gaps, ratios = retry_gaps(suite, "android")
     fcm_rows = suite.query("android", "SELECT count(*) FROM delivery_log WHERE transport = 'fcm'")[0][0]
-    result.update(writes=len(writer.committed), responses=answered, requests_per_accepted_message=requests / max(len(pushes), 1),
+    result.update(writes=len(writer.committed), responses=answered,
+                  requests_per_accepted_message=requests / max(len(pushes), 1),
                   retries_checked=checked, retries_sooner_than_policy=violations, drained_after_s=drained,
                   fcm_log_rows=fcm_rows, min_gap_over_bound=min(ratios, default=0))
     result["pass"] = (nothing_lost(result, drained)
                       and violations == 0 and checked > 0 and result["requests_per_accepted_message"] < 2)
     result["summary"] = (f"{requests} FCM requests for {len(pushes)} accepted messages (503 {answered.get('503', 0)}, "
-                         f"429 {answered.get('429', 0)}, resets {answered.get('reset', 0)}); {checked} retries all within "
-                         f"backoff bounds: {violations == 0} (shortest wait {min(ratios, default=0):.2f}× its lower bound); "
-                         f"{result['final_states_lost']} final states lost, {result['order_violations']} order violations")
+                         f"429 {answered.get('429', 0)}, resets {answered.get('reset', 0)}); {checked} retries all "
+                         f"within backoff bounds: {violations == 0} (shortest wait {min(ratios, default=0):.2f}× its "
+                         f"lower bound); {result['final_states_lost']} final states lost, "
+                         f"{result['order_violations']} order violations")
     return result
 
 

@@ -51,7 +51,8 @@ END $$;
 -- The data of an Android (FCM) Live Activity message, every value a string, with a 10-digit placeholder timestamp.
 -- The relay builds the same keys: see FCMPayload.swift.
 CREATE OR REPLACE FUNCTION liverelay_fcm_data(
-    activity_id uuid, event text, content_state jsonb, session_id text, stale_date timestamptz, dismissal_date timestamptz
+    activity_id uuid, event text, content_state jsonb, session_id text, stale_date timestamptz,
+    dismissal_date timestamptz
 ) RETURNS jsonb
 LANGUAGE sql IMMUTABLE AS $$
     SELECT jsonb_build_object('liveRelayActivityId', activity_id::text, 'liveRelayEvent', event,
@@ -61,7 +62,8 @@ LANGUAGE sql IMMUTABLE AS $$
         || CASE WHEN stale_date IS NULL THEN '{}'::jsonb
                 ELSE jsonb_build_object('liveRelayStaleDate', floor(extract(epoch FROM stale_date))::bigint::text) END
         || CASE WHEN dismissal_date IS NULL OR event <> 'end' THEN '{}'::jsonb
-                ELSE jsonb_build_object('liveRelayDismissalDate', floor(extract(epoch FROM dismissal_date))::bigint::text) END
+                ELSE jsonb_build_object('liveRelayDismissalDate',
+                                        floor(extract(epoch FROM dismissal_date))::bigint::text) END
 $$;
 
 -- What an activity's message is measured by: the APNs payload for iOS, the FCM data for Android.

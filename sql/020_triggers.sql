@@ -132,9 +132,11 @@ BEGIN
       AND liverelay_payload_too_large(p.payload)
     LIMIT 1;
     IF FOUND THEN
-        RAISE EXCEPTION '%', format('LiveRelay: with this message the %s for session %s would be %s bytes; %s accepts at most 4096',
+        RAISE EXCEPTION '%', format(
+                'LiveRelay: with this message the %s for session %s would be %s bytes; %s accepts at most 4096',
                 CASE WHEN oversized.platform = 'android' THEN 'FCM message data' ELSE 'APNs payload' END,
-                oversized.session_id, oversized.size, CASE WHEN oversized.platform = 'android' THEN 'FCM' ELSE 'APNs' END)
+                oversized.session_id, oversized.size,
+                CASE WHEN oversized.platform = 'android' THEN 'FCM' ELSE 'APNs' END)
             USING ERRCODE = 'check_violation', HINT = 'Shorten the message; nothing was changed.';
     END IF;
 

@@ -30,7 +30,9 @@ extension FCMSimulator {
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
             return refuse("unsupported_grant_type", "Invalid grant_type: \(form["grant_type"] ?? "")")
         }
-        guard let assertion = form["assertion"] else { return refuse("invalid_request", "Missing required parameter: assertion") }
+        guard let assertion = form["assertion"] else {
+            return refuse("invalid_request", "Missing required parameter: assertion")
+        }
         let claims: OAuthAssertionJWT.Claims
         do {
             claims = try OAuthAssertionJWT.verify(assertion, publicKey: publicKey)
@@ -52,7 +54,8 @@ extension FCMSimulator {
             return refuse("invalid_grant", "Invalid JWT: exp must be after iat and at most an hour later")
         }
         if claims.expiresAt < now || claims.issuedAt > now + 300 {
-            return refuse("invalid_grant", "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe")
+            return refuse("invalid_grant",
+                          "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe")
         }
         let token = "ya29.sim-" + randomHex(bytes: 24)
         let issued = Date().timeIntervalSince1970

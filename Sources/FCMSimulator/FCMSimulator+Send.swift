@@ -17,13 +17,17 @@ extension FCMSimulator {
         static func invalid(_ field: String, _ message: String) -> Rejection {
             Rejection(status: 400, googleStatus: "INVALID_ARGUMENT", message: message, details: [
                 .object(["@type": .string("type.googleapis.com/google.rpc.BadRequest"),
-                         "fieldViolations": .array([.object(["field": .string(field), "description": .string(message)])])]),
+                         "fieldViolations": .array([
+                             .object(["field": .string(field), "description": .string(message)]),
+                         ])]),
                 fcmError("INVALID_ARGUMENT"),
             ])
         }
 
         static func fcmError(_ code: String) -> JSONValue {
-            .object(["@type": .string("type.googleapis.com/google.firebase.fcm.v1.FcmError"), "errorCode": .string(code)])
+            .object([
+                "@type": .string("type.googleapis.com/google.firebase.fcm.v1.FcmError"), "errorCode": .string(code),
+            ])
         }
 
         var response: Response {
@@ -46,7 +50,8 @@ extension FCMSimulator {
                 throw Rejection(status: 404, googleStatus: "NOT_FOUND", message: "unknown method")
             }
             let body = try await request.body.collect(upTo: 64 * 1024)
-            var message = try validate(request, project: context.parameters.get("project") ?? "", body: body, faults: faults)
+            let project = context.parameters.get("project") ?? ""
+            var message = try validate(request, project: project, body: body, faults: faults)
             token = message.token
             state.withLock { state in
                 state.responses["200", default: 0] += 1
@@ -66,7 +71,8 @@ extension FCMSimulator {
         } catch let rejection as Rejection {
             state.withLock { $0.responses[String(rejection.status), default: 0] += 1 }
             if printMessages {
-                say("fcm-sim: \(rejection.status) \(rejection.googleStatus) \(redactedToken(token)) (\(rejection.message))")
+                let status = "\(rejection.status) \(rejection.googleStatus)"
+                say("fcm-sim: \(status) \(redactedToken(token)) (\(rejection.message))")
             }
             return rejection.response
         } catch {
@@ -76,17 +82,9 @@ extension FCMSimulator {
     }
 
     /// FCM's checks: authentication, project, message shape, data limits, then faults and the token's fate.
-    func validate(_ request: Request, project: String, body: ByteBuffer, faults: FCMSimulatorFaults) throws -> RecordedMessage {
-        let unauthenticated = Rejection(
-            status: 401, googleStatus: "UNAUTHENTICATED",
-            message: "Request had invalid authentication credentials. Expected OAuth 2 access token.")
-        guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") else {
-            throw unauthenticated
-        }
-        let now = Date().timeIntervalSince1970
-        let bearer = String(authorization.dropFirst("bearer ".count))
-        guard let access = state.withLock({ $0.accessTokens[bearer] }), access.expiresAt > now,
-              access.issuedAt >= Double(faults.revokeAccessTokensIssuedBefore ?? 0) else { throw unauthenticated }
+    func validate(_ request: Request, project: String, body: ByteBuffer, faults: FCMSimulatorFaults) throws
+        -> RecordedMessage {
+        let access = try authenticate(request, faults: faults)
         guard project == credentials.projectID else {
             throw Rejection(status: 403, googleStatus: "PERMISSION_DENIED",
                             message: "Permission 'cloudmessaging.messages.create' denied on project \(project)")
@@ -99,12 +97,45 @@ extension FCMSimulator {
         guard targets == ["token"], case .string(let token)? = message["token"], !token.isEmpty else {
             throw Rejection.invalid("message.token", "The registration token is not a valid FCM registration token")
         }
+        let data = try Self.data(of: message)
+        if let notification = message["notification"] {
+            let strings = notification.objectValue?.values.allSatisfy { if case .string = $0 { true } else { false } }
+            guard strings == true else {
+                throw Rejection.invalid("message.notification", "notification must be a map of strings")
+            }
+        }
+        if let android = message["android"] { try Self.checkAndroid(android) }
+        try injectedFault(for: token, faults: faults)
+        return RecordedMessage(
+            sequence: 0, name: "", token: token, data: data, notification: message["notification"],
+            android: message["android"], accessTokenIssuedAt: Int64(access.issuedAt),
+            receivedAt: Date().timeIntervalSince1970)
+    }
+
+    /// The access token of `Authorization: Bearer`, issued by this simulator, not expired and not revoked.
+    private func authenticate(_ request: Request, faults: FCMSimulatorFaults) throws -> AccessToken {
+        let unauthenticated = Rejection(
+            status: 401, googleStatus: "UNAUTHENTICATED",
+            message: "Request had invalid authentication credentials. Expected OAuth 2 access token.")
+        guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ")
+        else { throw unauthenticated }
+        let bearer = String(authorization.dropFirst("bearer ".count))
+        guard let access = state.withLock({ $0.accessTokens[bearer] }), access.expiresAt > Date().timeIntervalSince1970,
+              access.issuedAt >= Double(faults.revokeAccessTokensIssuedBefore ?? 0) else { throw unauthenticated }
+        return access
+    }
+
+    /// `message.data`: string values, no reserved keys, at most 4096 bytes of keys and values.
+    private static func data(of message: [String: JSONValue]) throws -> [String: String] {
         var data: [String: String] = [:]
         if let value = message["data"] {
-            guard case .object(let fields) = value else { throw Rejection.invalid("message.data", "data must be a map") }
+            guard case .object(let fields) = value else {
+                throw Rejection.invalid("message.data", "data must be a map")
+            }
             for (key, value) in fields {
                 guard case .string(let text) = value else {
-                    throw Rejection.invalid("message.data[\(key)]", "Invalid value at 'message.data[\(key)]': not a string")
+                    let field = "message.data[\(key)]"
+                    throw Rejection.invalid(field, "Invalid value at '\(field)': not a string")
                 }
                 let lower = key.lowercased()
                 if ["from", "notification", "message_type"].contains(lower) || lower.hasPrefix("google.")
@@ -114,36 +145,43 @@ extension FCMSimulator {
                 data[key] = text
             }
         }
-        let dataSize = data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
-        guard dataSize <= FCMPayload.maximumDataSize else {
+        let size = data.reduce(0) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+        guard size <= FCMPayload.maximumDataSize else {
             throw Rejection(status: 400, googleStatus: "INVALID_ARGUMENT",
-                            message: "Android message is too big: data is \(dataSize) bytes, the limit is 4096",
+                            message: "Android message is too big: data is \(size) bytes, the limit is 4096",
                             details: [Rejection.fcmError("INVALID_ARGUMENT")])
         }
-        if let notification = message["notification"] {
-            guard case .object(let fields) = notification, fields.values.allSatisfy({ if case .string = $0 { true } else { false } })
-            else { throw Rejection.invalid("message.notification", "notification must be a map of strings") }
+        return data
+    }
+
+    /// `message.android`: priority NORMAL or HIGH, a ttl like "3600s", a string collapse_key.
+    private static func checkAndroid(_ android: JSONValue) throws {
+        guard case .object(let options) = android else {
+            throw Rejection.invalid("message.android", "android must be a map")
         }
-        if let android = message["android"] {
-            guard case .object(let options) = android else { throw Rejection.invalid("message.android", "android must be a map") }
-            if let priority = options["priority"] {
-                guard case .string(let text) = priority, ["normal", "high"].contains(text.lowercased()) else {
-                    throw Rejection.invalid("message.android.priority", "priority must be NORMAL or HIGH")
-                }
-            }
-            if let ttl = options["ttl"] {
-                guard case .string(let text) = ttl, text.wholeMatch(of: /[0-9]{1,10}(\.[0-9]{1,9})?s/) != nil else {
-                    throw Rejection.invalid("message.android.ttl", "Invalid value at 'message.android.ttl': a duration like \"3600s\"")
-                }
-            }
-            if let key = options["collapse_key"], case .string = key {} else if options["collapse_key"] != nil {
-                throw Rejection.invalid("message.android.collapse_key", "collapse_key must be a string")
+        if let priority = options["priority"] {
+            guard case .string(let text) = priority, ["normal", "high"].contains(text.lowercased()) else {
+                throw Rejection.invalid("message.android.priority", "priority must be NORMAL or HIGH")
             }
         }
+        if let ttl = options["ttl"] {
+            guard case .string(let text) = ttl, text.wholeMatch(of: /[0-9]{1,10}(\.[0-9]{1,9})?s/) != nil else {
+                throw Rejection.invalid(
+                    "message.android.ttl", "Invalid value at 'message.android.ttl': a duration like \"3600s\"")
+            }
+        }
+        if let key = options["collapse_key"], case .string = key {} else if options["collapse_key"] != nil {
+            throw Rejection.invalid("message.android.collapse_key", "collapse_key must be a string")
+        }
+    }
+
+    /// The token's injected error, else a roll of the 503/429 rates.
+    private func injectedFault(for token: String, faults: FCMSimulatorFaults) throws {
         if let code = faults.tokenErrors[token] {
             let (status, googleStatus) = FCMSimulatorFaults.status(for: code)
-            var rejection = Rejection(status: status, googleStatus: googleStatus, message: "fault injected for this token: \(code)",
-                                      details: [Rejection.fcmError(code)])
+            var rejection = Rejection(
+                status: status, googleStatus: googleStatus, message: "fault injected for this token: \(code)",
+                details: [Rejection.fcmError(code)])
             if code == "INVALID_ARGUMENT" {
                 rejection = .invalid("message.token", "The registration token is not a valid FCM registration token")
             } else if code.hasPrefix("INVALID_ARGUMENT:") {
@@ -162,8 +200,5 @@ extension FCMSimulator {
             throw Rejection(status: 429, googleStatus: "RESOURCE_EXHAUSTED", message: "Quota exceeded for this device.",
                             details: [Rejection.fcmError("QUOTA_EXCEEDED")], retryAfter: faults.retryAfterSeconds ?? 1)
         }
-        return RecordedMessage(
-            sequence: 0, name: "", token: token, data: data, notification: message["notification"],
-            android: message["android"], accessTokenIssuedAt: Int64(access.issuedAt), receivedAt: Date().timeIntervalSince1970)
     }
 }

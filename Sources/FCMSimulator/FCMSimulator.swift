@@ -161,7 +161,7 @@ public final class FCMSimulator: Sendable {
         if !details.isEmpty { error["details"] = .array(details) }
         var headers: HTTPFields = [.contentType: "application/json; charset=UTF-8"]
         if let retryAfter { headers[HTTPField.Name("retry-after")!] = String(retryAfter) }
-        return Response(status: .init(code: code), headers: headers,
-                        body: .init(byteBuffer: ByteBuffer(bytes: JSONValue.object(["error": .object(error)]).compactBytes)))
+        let body = JSONValue.object(["error": .object(error)]).compactBytes
+        return Response(status: .init(code: code), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
     }
 }

@@ -33,8 +33,10 @@ public struct FCMSimulatorFaults: Sendable, Codable, Equatable {
         retryAfterSeconds = try container.decodeIfPresent(Int.self, forKey: .retryAfterSeconds)
         delayMilliseconds = try container.decodeIfPresent(Int.self, forKey: .delayMilliseconds) ?? 0
         resetRate = try container.decodeIfPresent(Double.self, forKey: .resetRate) ?? 0
-        revokeAccessTokensIssuedBefore = try container.decodeIfPresent(Int64.self, forKey: .revokeAccessTokensIssuedBefore)
-        accessTokenLifetimeSeconds = try container.decodeIfPresent(Int.self, forKey: .accessTokenLifetimeSeconds) ?? 3600
+        revokeAccessTokensIssuedBefore = try container.decodeIfPresent(
+            Int64.self, forKey: .revokeAccessTokensIssuedBefore)
+        accessTokenLifetimeSeconds = try container.decodeIfPresent(
+            Int.self, forKey: .accessTokenLifetimeSeconds) ?? 3600
     }
 
     /// The HTTP status and Google status of an FCM error code.

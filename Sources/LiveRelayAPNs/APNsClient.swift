@@ -18,7 +18,8 @@ public final class APNsClient: Sendable {
         })
         self.http = try HTTP2Client(
             caFile: configuration.caFile,
-            limits: .init(silenceSeconds: configuration.requestTimeoutSeconds, batchSeconds: configuration.batchLimitSeconds),
+            limits: .init(
+                silenceSeconds: configuration.requestTimeoutSeconds, batchSeconds: configuration.batchLimitSeconds),
             eventLoop: eventLoop)
         self.tokens = tokens
     }
@@ -59,7 +60,8 @@ public final class APNsClient: Sendable {
     static func response(_ answer: HTTP2Response) -> APNsResponse {
         var reason: String?
         if answer.status != 200, let body = answer.body,
-           case .object(let object)? = try? JSONValue(parsing: String(buffer: body)), case .string(let text)? = object["reason"] {
+           case .object(let object)? = try? JSONValue(parsing: String(buffer: body)),
+           case .string(let text)? = object["reason"] {
             reason = text
         }
         return APNsResponse(status: answer.status, reason: reason, apnsID: answer.headers.first(name: "apns-id"),

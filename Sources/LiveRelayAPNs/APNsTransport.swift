@@ -23,14 +23,17 @@ public struct APNsTransport: DeliveryTransport {
         case .liveActivity(let content):
             payload = APNsPayload.liveActivity(
                 event: content.event, timestamp: delivery.timestamp, contentState: content.contentState,
-                staleDate: content.staleDate, dismissalDate: content.dismissalDate, relevanceScore: content.relevanceScore,
-                alert: content.alert)
+                staleDate: content.staleDate, dismissalDate: content.dismissalDate,
+                relevanceScore: content.relevanceScore, alert: content.alert)
         case .prepared(let prepared):
-            payload = delivery.kind == .start ? APNsPayload.settingTimestamp(delivery.timestamp, in: prepared) : prepared
+            // A push-to-start carries the send time as its timestamp.
+            payload = delivery.kind == .start
+                ? APNsPayload.settingTimestamp(delivery.timestamp, in: prepared) : prepared
         }
         return PushRequest(
-            deviceToken: delivery.token, environment: delivery.environment, bundleID: delivery.bundleID, pushType: pushType,
-            priority: delivery.priority, expiration: delivery.expiration, apnsID: delivery.id, payload: payload.compactBytes)
+            deviceToken: delivery.token, environment: delivery.environment, bundleID: delivery.bundleID,
+            pushType: pushType, priority: delivery.priority, expiration: delivery.expiration, apnsID: delivery.id,
+            payload: payload.compactBytes)
     }
 
     public func deliver(_ deliveries: [Delivery]) async -> [DeliveryResult] {
@@ -40,9 +43,8 @@ public struct APNsTransport: DeliveryTransport {
         do {
             token = try client.tokens.token()
         } catch {
-            return requests.map {
-                result(.retry(afterSeconds: nil), $0, environment: $0.environment, error: "cannot sign a provider token: \(error)")
-            }
+            let why = "cannot sign a provider token: \(error)"
+            return requests.map { result(.retry(afterSeconds: nil), $0, environment: $0.environment, error: why) }
         }
         var answers = await client.send(requests, providerToken: token)
         var environments = requests.map(\.environment)
@@ -83,7 +85,8 @@ public struct APNsTransport: DeliveryTransport {
                 return result(Self.outcome(of: DeliveryDecision.classify(response)), request, environment: environment,
                               response: response)
             case .failure(let error):
-                return result(.retry(afterSeconds: nil), request, environment: environment, error: "no answer from APNs: \(error)")
+                return result(.retry(afterSeconds: nil), request, environment: environment,
+                              error: "no answer from APNs: \(error)")
             }
         }
     }

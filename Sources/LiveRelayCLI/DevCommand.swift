@@ -47,7 +47,8 @@ struct DevCommand: AsyncParsableCommand {
         }
 
         // FCM: the simulator unless a service account is configured.
-        let useFCMSimulator = environment["FCM_SERVICE_ACCOUNT_FILE"] == nil && environment["FCM_SERVICE_ACCOUNT"] == nil
+        let useFCMSimulator = environment["FCM_SERVICE_ACCOUNT_FILE"] == nil
+            && environment["FCM_SERVICE_ACCOUNT"] == nil
         let fcmKey = try FCMDevKeys.loadOrCreateKey(at: state + "/fcm-sim-key.pem")
         let fcmCertificate = try SimulatorCertificate.generate()
         let fcmCAPath = state + "/fcm-sim-ca.pem"
@@ -156,11 +157,11 @@ struct DevCommand: AsyncParsableCommand {
                 """, logger: logger)
             // The Android phone beside the iPhone: same session, its own secret (one activity per secret and session).
             try await connection.query("""
-                INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, platform, device_uuid,
-                                                   attributes_type, attributes, content_state)
+                INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, platform,
+                                                   device_uuid, attributes_type, attributes, content_state)
                 VALUES (\(secretHash(DevDemo.androidSecret)), \(DevDemo.sessionID), \(DevDemo.androidToken),
-                        \(DevDemo.androidPackage), 'android', \(DevDemo.androidDeviceUUID)::uuid, 'SessionActivityAttributes',
-                        '{"sessionId": "demo-session"}',
+                        \(DevDemo.androidPackage), 'android', \(DevDemo.androidDeviceUUID)::uuid,
+                        'SessionActivityAttributes', '{"sessionId": "demo-session"}',
                         '{"status": "working", "sessionTitle": "Demo", "lastMessage": "Starting", "retryInfo": null}')
                 ON CONFLICT (secret_hash, session_id) DO NOTHING
                 """, logger: logger)
@@ -194,7 +195,8 @@ private func printWelcome(httpPort: Int, databaseURL: String, simPort: Int?, fcm
         lines.append("  APNs sim:  https://127.0.0.1:\(simPort)  (every accepted push is printed below as 'apns-sim: 200 …')")
     }
     if let fcmPort {
-        lines.append("  FCM sim:   https://127.0.0.1:\(fcmPort)  (every accepted message is printed below as 'fcm-sim: 200 …')")
+        lines.append(
+            "  FCM sim:   https://127.0.0.1:\(fcmPort)  (every accepted message is printed below as 'fcm-sim: 200 …')")
     }
     lines += [
         "",

@@ -20,11 +20,12 @@ struct FCMSimCommand: AsyncParsableCommand {
     var caOut = ".liverelay/fcm-sim-ca.pem"
     @Option(help: "Where to write the service-account JSON (FCM_SERVICE_ACCOUNT_FILE).")
     var serviceAccountOut = ".liverelay/fcm-service-account.json"
-    @Option(help: "The service account's RSA key (PEM). Generated when absent.") var keyFile = ".liverelay/fcm-sim-key.pem"
+    @Option(help: "The service account's RSA key (PEM). Generated when absent.")
+    var keyFile = ".liverelay/fcm-sim-key.pem"
     @Option(help: "The Firebase project ID (FCM_PROJECT_ID).") var projectId = "liverelay-dev"
-    @Option(help: "The token endpoint written into the service account, as the relay reaches it (default: this server's).")
+    @Option(help: "The token endpoint written into the service account, as the relay reaches it (default: ours).")
     var tokenUri: String?
-    @Option(name: .customLong("fail-token"), help: "TOKEN=CODE: answer this token with an FCM error code (e.g. UNREGISTERED).")
+    @Option(name: .customLong("fail-token"), help: "TOKEN=CODE: answer this token with an FCM error code.")
     var failTokens: [String] = []
     @Option(help: "Share of requests answered 503.") var rate503 = 0.0
     @Option(help: "Share of requests answered 429.") var rate429 = 0.0
@@ -53,8 +54,8 @@ struct FCMSimCommand: AsyncParsableCommand {
         faults.accessTokenLifetimeSeconds = accessTokenLifetime
         let (host, projectID, accountOut, caOut, givenURI) = (host, projectId, serviceAccountOut, caOut, tokenUri)
         let simulator = try FCMSimulator(
-            credentials: FCMSimulator.credentials(key: key, projectID: projectID, tokenURI: ""), certificate: certificate,
-            faults: faults, printMessages: !quiet, logger: logger)
+            credentials: FCMSimulator.credentials(key: key, projectID: projectID, tokenURI: ""),
+            certificate: certificate, faults: faults, printMessages: !quiet, logger: logger)
         let app = try simulator.application(host: host, port: port) { port in
             let tokenURI = givenURI ?? "https://\(host == "0.0.0.0" ? "localhost" : host):\(port)/token"
             simulator.setTokenURI(tokenURI)

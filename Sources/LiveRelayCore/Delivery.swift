@@ -30,8 +30,9 @@ public struct Delivery: Sendable, Hashable {
     public var timestamp: Int64
 
     public init(
-        platform: Platform, kind: OutboxRow.Kind, token: String, content: Content, priority: Int, expiration: Int64, id: UUID,
-        bundleID: String, environment: APNsEnvironment, activityID: UUID? = nil, sessionID: String? = nil, timestamp: Int64
+        platform: Platform, kind: OutboxRow.Kind, token: String, content: Content, priority: Int, expiration: Int64,
+        id: UUID, bundleID: String, environment: APNsEnvironment, activityID: UUID? = nil, sessionID: String? = nil,
+        timestamp: Int64
     ) {
         self.platform = platform
         self.kind = kind

@@ -41,7 +41,8 @@ public struct DeliveryPlanner: Sendable {
     ///   - snapshots: the current state of each locked activity.
     ///   - lockedActivities: activities this worker may send now (others are left for later).
     ///   - now: epoch seconds from the database clock.
-    public func plan(rows: [OutboxRow], snapshots: [UUID: ActivitySnapshot], lockedActivities: Set<UUID>, now: Int64) -> Plan {
+    public func plan(rows: [OutboxRow], snapshots: [UUID: ActivitySnapshot], lockedActivities: Set<UUID>,
+                     now: Int64) -> Plan {
         var plan = Plan()
         var byActivity: [UUID: [OutboxRow]] = [:]
         var activityOrder: [UUID] = []
@@ -77,7 +78,8 @@ public struct DeliveryPlanner: Sendable {
             let event: LiveActivityEvent = snapshot.status == .ended ? .end : starts ? .start : .update
             let content = LiveActivityContent(
                 event: event, contentState: APNsPayload.mergingNote(snapshot.message, into: snapshot.contentState),
-                staleDate: snapshot.staleDate, dismissalDate: snapshot.dismissalDate, relevanceScore: snapshot.relevanceScore,
+                staleDate: snapshot.staleDate, dismissalDate: snapshot.dismissalDate,
+                relevanceScore: snapshot.relevanceScore,
                 alert: activityRows.lazy.compactMap { $0.payload?.objectValue?["alert"] }.first)
             let stateHash = Self.stateHash(of: content)
             if stateHash == snapshot.lastPayloadHash {
@@ -87,11 +89,13 @@ public struct DeliveryPlanner: Sendable {
             let priority = event == .end || content.alert != nil
                 ? 10 : max(snapshot.priority, activityRows.compactMap(\.priority).max() ?? 0)
             let delivery = Delivery(
-                platform: snapshot.platform, kind: .activity, token: snapshot.activityToken, content: .liveActivity(content),
-                priority: priority, expiration: now + liveActivityExpirationSeconds, id: activityRows[0].apnsID,
+                platform: snapshot.platform, kind: .activity, token: snapshot.activityToken,
+                content: .liveActivity(content), priority: priority, expiration: now + liveActivityExpirationSeconds,
+                id: activityRows[0].apnsID,
                 bundleID: snapshot.bundleID, environment: snapshot.environment, activityID: activityID,
                 sessionID: activityRows[0].sessionID, timestamp: max(now, snapshot.lastTimestamp ?? 0))
-            plan.pushes.append(Push(delivery: delivery, rows: activityRows, stateHash: stateHash, eventType: event.rawValue))
+            plan.pushes.append(
+                Push(delivery: delivery, rows: activityRows, stateHash: stateHash, eventType: event.rawValue))
         }
         return plan
     }
@@ -107,9 +111,11 @@ public struct DeliveryPlanner: Sendable {
     private func directPush(_ row: OutboxRow, now: Int64) -> Push? {
         guard let token = row.deviceToken, let bundleID = row.bundleID, let payload = row.payload else { return nil }
         let delivery = Delivery(
-            platform: row.platform, kind: row.kind, token: token, content: .prepared(payload), priority: row.priority ?? 10,
-            expiration: now + (row.kind == .start ? liveActivityExpirationSeconds : alertExpirationSeconds), id: row.apnsID,
-            bundleID: bundleID, environment: row.environment ?? .production, sessionID: row.sessionID, timestamp: now)
+            platform: row.platform, kind: row.kind, token: token, content: .prepared(payload),
+            priority: row.priority ?? 10,
+            expiration: now + (row.kind == .start ? liveActivityExpirationSeconds : alertExpirationSeconds),
+            id: row.apnsID, bundleID: bundleID, environment: row.environment ?? .production, sessionID: row.sessionID,
+            timestamp: now)
         return Push(delivery: delivery, rows: [row], stateHash: nil, eventType: row.eventType)
     }
 }

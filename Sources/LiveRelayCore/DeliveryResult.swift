@@ -26,8 +26,8 @@ public struct DeliveryResult: Sendable, Hashable {
     /// The APNs environment that gave the final answer (APNs only).
     public var environment: APNsEnvironment?
 
-    public init(outcome: DeliveryOutcome, providerStatus: Int? = nil, providerReason: String? = nil, error: String? = nil,
-                pushType: String, environment: APNsEnvironment? = nil) {
+    public init(outcome: DeliveryOutcome, providerStatus: Int? = nil, providerReason: String? = nil,
+                error: String? = nil, pushType: String, environment: APNsEnvironment? = nil) {
         self.outcome = outcome
         self.providerStatus = providerStatus
         self.providerReason = providerReason

@@ -68,7 +68,8 @@ public struct FCMServiceAccount: Sendable {
         }
         func field(_ name: String) throws -> String {
             guard let value = object[name] as? String, !value.isEmpty else {
-                throw ConfigurationError(name: variable, problem: "has no \"\(name)\" field (a Google service-account key)")
+                throw ConfigurationError(
+                    name: variable, problem: "has no \"\(name)\" field (a Google service-account key)")
             }
             return value
         }

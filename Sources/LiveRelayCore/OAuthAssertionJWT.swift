@@ -36,7 +36,8 @@ public enum OAuthAssertionJWT {
             "iss": .string(account.clientEmail), "scope": .string(firebaseMessagingScope),
             "aud": .string(account.tokenURI), "iat": .integer(issuedAt), "exp": .integer(issuedAt + lifetimeSeconds),
         ])
-        let signingInput = base64URLEncoded(Data(header.compactBytes)) + "." + base64URLEncoded(Data(claims.compactBytes))
+        let signingInput = base64URLEncoded(Data(header.compactBytes)) + "."
+            + base64URLEncoded(Data(claims.compactBytes))
         let signature = try key.signature(for: Data(signingInput.utf8), padding: .insecurePKCS1v1_5)
         return signingInput + "." + base64URLEncoded(signature.rawRepresentation)
     }
@@ -59,8 +60,10 @@ public enum OAuthAssertionJWT {
               case .integer(let expiresAt)? = claims["exp"]
         else { throw VerificationError.malformed }
         let signature = _RSA.Signing.RSASignature(rawRepresentation: signatureData)
-        guard publicKey.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8), padding: .insecurePKCS1v1_5)
-        else { throw VerificationError.badSignature }
+        let signed = Data((parts[0] + "." + parts[1]).utf8)
+        guard publicKey.isValidSignature(signature, for: signed, padding: .insecurePKCS1v1_5) else {
+            throw VerificationError.badSignature
+        }
         return Claims(keyID: keyID, issuer: issuer, scope: scope, audience: audience, issuedAt: issuedAt,
                       expiresAt: expiresAt)
     }

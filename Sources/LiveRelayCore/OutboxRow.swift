@@ -25,7 +25,8 @@ public struct OutboxRow: Sendable, Hashable {
     public var attempts: Int
 
     public init(
-        id: Int64, kind: Kind, platform: Platform = .ios, activityID: UUID? = nil, eventType: String, secretHash: String? = nil, sessionID: String? = nil,
+        id: Int64, kind: Kind, platform: Platform = .ios, activityID: UUID? = nil, eventType: String,
+        secretHash: String? = nil, sessionID: String? = nil,
         deviceToken: String? = nil, bundleID: String? = nil, environment: APNsEnvironment? = nil, payload: JSONValue? = nil,
         priority: Int? = nil, apnsID: UUID = UUID(), requestID: UUID? = nil, enqueuedAt: Double, attempts: Int = 0
     ) {

@@ -41,7 +41,8 @@ public struct RelayConfiguration: Sendable {
         // A push service is configured when any of its settings is given (then all it needs must be).
         let apnsGiven = ["APNS_TEAM_ID", "APNS_KEY_ID", "APNS_PRIVATE_KEY", "APNS_PRIVATE_KEY_FILE"]
             .contains { reader.optional($0) != nil }
-        let fcmGiven = ["FCM_PROJECT_ID", "FCM_SERVICE_ACCOUNT", "FCM_SERVICE_ACCOUNT_FILE"].contains { reader.optional($0) != nil }
+        let fcmGiven = ["FCM_PROJECT_ID", "FCM_SERVICE_ACCOUNT", "FCM_SERVICE_ACCOUNT_FILE"]
+            .contains { reader.optional($0) != nil }
         let fcm = fcmGiven ? try FCMConfiguration.fromEnvironment(&reader) : nil
         let apns = apnsGiven || fcm == nil ? try APNsConfiguration.fromEnvironment(&reader, fcmPossible: true) : nil
         var configuration = RelayConfiguration(databaseURL: databaseURL, apns: apns, fcm: fcm)
@@ -97,7 +98,8 @@ public struct APNsConfiguration: Sendable {
         self.defaultBundleID = defaultBundleID
     }
 
-    static func fromEnvironment(_ reader: inout EnvironmentReader, fcmPossible: Bool = false) throws -> APNsConfiguration {
+    static func fromEnvironment(_ reader: inout EnvironmentReader, fcmPossible: Bool = false) throws
+        -> APNsConfiguration {
         let teamID = try reader.required("APNS_TEAM_ID", hint: """
             your Apple developer team ID\(fcmPossible ? "; or configure only FCM with FCM_SERVICE_ACCOUNT_FILE" : "")
             """)

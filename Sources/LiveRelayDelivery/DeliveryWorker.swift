@@ -168,7 +168,8 @@ public final class DeliveryWorker: Service, Sendable {
         if let metrics {
             for entry in outcome.logs {
                 metrics.recordOutcome(status: entry.status, reason: entry.providerReason, transport: entry.transport)
-                if let latency = entry.latencyMilliseconds, let transport = entry.transport, entry.status != .coalesced {
+                if let latency = entry.latencyMilliseconds, let transport = entry.transport,
+                   entry.status != .coalesced {
                     metrics.recordCommitToDelivery(seconds: latency / 1000, transport: transport)
                 }
             }
@@ -212,9 +213,10 @@ public final class DeliveryWorker: Service, Sendable {
         let configured = transports[transport] != nil
         func log(_ row: OutboxRow, _ status: DeliveryStatus, _ error: String?, answered: Bool) -> DeliveryLogEntry {
             DeliveryLogEntry(
-                row: row, status: status, error: error, transport: configured ? transport : nil, pushType: result.pushType,
-                environment: result.environment, token: delivery.token,
-                providerStatus: answered ? result.providerStatus : nil, providerReason: answered ? result.providerReason : nil,
+                row: row, status: status, error: error, transport: configured ? transport : nil,
+                pushType: result.pushType, environment: result.environment, token: delivery.token,
+                providerStatus: answered ? result.providerStatus : nil,
+                providerReason: answered ? result.providerReason : nil,
                 latencyMilliseconds: row.id == newest.id && configured ? latency : nil)
         }
         func finish(_ status: DeliveryStatus, _ error: String?) {
@@ -224,7 +226,9 @@ public final class DeliveryWorker: Service, Sendable {
                 log($0, .coalesced, "superseded by outbox row \(newest.id)", answered: false)
             }
         }
-        let answer = result.providerStatus.map { "\(transport.rawValue.uppercased()) \($0) \(result.providerReason ?? "")" }
+        let answer = result.providerStatus.map {
+            "\(transport.rawValue.uppercased()) \($0) \(result.providerReason ?? "")"
+        }
         switch result.outcome {
         case .delivered:
             finish(.sent, nil)
@@ -238,7 +242,8 @@ public final class DeliveryWorker: Service, Sendable {
             let reason = result.providerReason ?? "InvalidToken"
             finish(.failed, "token invalidated: \(reason)")
             logger.info("token invalidated", metadata: [
-                "token": "\(redactedToken(delivery.token))", "reason": "\(reason)", "transport": "\(transport.rawValue)",
+                "token": "\(redactedToken(delivery.token))", "reason": "\(reason)",
+                "transport": "\(transport.rawValue)",
             ])
             switch newest.kind {
             case .activity: if let id = push.activityID { outcome.deadActivityTokens.append((id, delivery.token)) }
@@ -252,7 +257,8 @@ public final class DeliveryWorker: Service, Sendable {
             if let delay = configuration.retry.nextDelay(
                 afterAttempt: attempts + 1, ageSeconds: age, retryAfterSeconds: retryAfter, random: Double.random(in: 0...1)) {
                 outcome.retries += push.rows.map { .init(rowID: $0.id, delaySeconds: delay, error: error) }
-                outcome.logs.append(log(newest, .retrying, "\(error); next attempt in \(Int(delay * 1000)) ms", answered: true))
+                let next = "\(error); next attempt in \(Int(delay * 1000)) ms"
+                outcome.logs.append(log(newest, .retrying, next, answered: true))
             } else {
                 finish(.failed, "gave up after \(attempts + 1) attempts: \(error)")
             }

@@ -32,7 +32,8 @@ public struct RelayMetrics: Sendable {
     /// Time from the write's commit (outbox row) to the push service's answer.
     public func recordCommitToDelivery(seconds: Double, transport: TransportKind) {
         let nanoseconds = Int64(seconds * 1_000_000_000)
-        Timer(label: "liverelay_commit_to_delivery_seconds", dimensions: [("transport", transport.rawValue)], factory: factory)
+        let label = [("transport", transport.rawValue)]
+        Timer(label: "liverelay_commit_to_delivery_seconds", dimensions: label, factory: factory)
             .recordNanoseconds(nanoseconds)
         if transport == .apns {
             // The APNs-only name of earlier releases, kept for one release for dashboards that use it.
@@ -45,8 +46,8 @@ public struct RelayMetrics: Sendable {
         Gauge(label: "liverelay_queue_depth", factory: factory).record(queueDepth)
         Gauge(label: "liverelay_sse_subscribers", factory: factory).record(subscribers)
         for (transport, count) in credentialsMinted {
-            Gauge(label: "liverelay_credentials_minted", dimensions: [("transport", transport.rawValue)], factory: factory)
-                .record(count)
+            let label = [("transport", transport.rawValue)]
+            Gauge(label: "liverelay_credentials_minted", dimensions: label, factory: factory).record(count)
         }
         if let apns = credentialsMinted[.apns] {
             Gauge(label: "liverelay_provider_tokens_minted", factory: factory).record(apns)

@@ -18,7 +18,7 @@ public actor FCMAccessTokenSource {
     private let origin: HTTP2Origin
     private let path: String
     private var current: (token: String, refreshAt: ContinuousClock.Instant)?
-    private var minting: Task<(token: String, lifetime: Double), any Error>?
+    private var minting: Task<(token: String, lifetime: Double, requested: ContinuousClock.Instant), any Error>?
     private let minted = Mutex(0)
 
     public init(account: FCMServiceAccount, caFile: String?) throws {
@@ -55,23 +55,29 @@ public actor FCMAccessTokenSource {
     }
 
     private func mint() async throws -> String {
-        let task: Task<(token: String, lifetime: Double), any Error>
+        let task: Task<(token: String, lifetime: Double, requested: ContinuousClock.Instant), any Error>
         if let minting {
             task = minting
         } else {
             let assertion = try OAuthAssertionJWT.make(account: account, issuedAt: Int64(Date().timeIntervalSince1970))
             let request = tokenRequest(assertion: assertion)
             let http = self.http
-            task = Task { try await Self.exchange(request, on: http) }
+            task = Task {
+                // The token's lifetime runs from when the endpoint issued it, which is before its answer arrives:
+                // counted from the request, a slow answer cannot make the relay use a token past its end.
+                let requested = ContinuousClock.now
+                let (token, lifetime) = try await Self.exchange(request, on: http)
+                return (token, lifetime, requested)
+            }
             minting = task
             minted.withLock { $0 += 1 }
         }
         do {
-            let (token, lifetime) = try await task.value
+            let (token, lifetime, requested) = try await task.value
             if minting == task {
                 minting = nil
                 // Refresh shortly before the end: 5 minutes, or a tenth of a short lifetime.
-                current = (token, ContinuousClock.now + .seconds(lifetime - min(300, lifetime / 10)))
+                current = (token, requested + .seconds(lifetime - min(300, lifetime / 10)))
             }
             return token
         } catch {
@@ -96,11 +102,13 @@ public actor FCMAccessTokenSource {
         case .failure(let error): throw MintError(description: "the token endpoint did not answer: \(error)")
         }
         let body = try? JSONValue(parsing: response.bodyText)
-        guard response.status == 200, case .object(let fields)? = body, case .string(let token)? = fields["access_token"],
-              !token.isEmpty else {
+        guard response.status == 200, case .object(let fields)? = body,
+              case .string(let token)? = fields["access_token"], !token.isEmpty else {
             var why = "HTTP \(response.status)"
             if case .object(let fields)? = body {
-                for key in ["error", "error_description"] { if case .string(let text)? = fields[key] { why += " \(text)" } }
+                for key in ["error", "error_description"] {
+                    if case .string(let text)? = fields[key] { why += " \(text)" }
+                }
             }
             throw MintError(description: "the token endpoint refused the service account's assertion (\(why))")
         }

@@ -17,7 +17,8 @@ public struct FCMTransport: DeliveryTransport {
     public init(configuration: FCMConfiguration, tokens: FCMAccessTokenSource) throws {
         self.http = try HTTP2Client(
             caFile: configuration.caFile,
-            limits: .init(silenceSeconds: configuration.requestTimeoutSeconds, batchSeconds: configuration.batchLimitSeconds))
+            limits: .init(
+                silenceSeconds: configuration.requestTimeoutSeconds, batchSeconds: configuration.batchLimitSeconds))
         self.origin = try HTTP2Origin(url: configuration.url)
         let project = configuration.projectID.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)
             ?? configuration.projectID
@@ -41,7 +42,9 @@ public struct FCMTransport: DeliveryTransport {
         var answers = await http.send(bodies.map { request($0, accessToken: accessToken) })
         var unsent: [Int: String] = [:]
         // 401: the access token was refused (revoked, or expired early): mint a new one once and resend those.
-        let refused = answers.indices.filter { if case .success(let answer) = answers[$0] { answer.status == 401 } else { false } }
+        let refused = answers.indices.filter {
+            if case .success(let answer) = answers[$0] { answer.status == 401 } else { false }
+        }
         if !refused.isEmpty {
             do {
                 accessToken = try await tokens.refresh(rejected: accessToken)
@@ -61,9 +64,11 @@ public struct FCMTransport: DeliveryTransport {
                 let answer = FCMAnswer(response)
                 return DeliveryResult(
                     outcome: answer.outcome, providerStatus: answer.status, providerReason: answer.reason,
-                    error: answer.message.map { "FCM \(answer.status) \(answer.reason ?? ""): \($0)" }, pushType: pushType)
+                    error: answer.message.map { "FCM \(answer.status) \(answer.reason ?? ""): \($0)" },
+                    pushType: pushType)
             case .failure(let error):
-                return DeliveryResult(outcome: .retry(afterSeconds: nil), error: "no answer from FCM: \(error)", pushType: pushType)
+                return DeliveryResult(
+                    outcome: .retry(afterSeconds: nil), error: "no answer from FCM: \(error)", pushType: pushType)
             }
         }
     }

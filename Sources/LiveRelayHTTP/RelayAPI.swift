@@ -22,9 +22,9 @@ public struct RelayAPI: Sendable {
     public var openAPIDocument: Data?
     public var logger: Logger
 
-    public init(migrator: Migrator, listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient, metrics: RelayMetrics,
-                credentialsMinted: @escaping @Sendable () -> [TransportKind: Int], auth: Authenticator, defaultBundleID: String?, openAPIDocument: Data?,
-                logger: Logger) {
+    public init(migrator: Migrator, listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient,
+                metrics: RelayMetrics, credentialsMinted: @escaping @Sendable () -> [TransportKind: Int],
+                auth: Authenticator, defaultBundleID: String?, openAPIDocument: Data?, logger: Logger) {
         self.migrator = migrator
         self.listener = listener
         self.hub = hub
@@ -49,7 +49,8 @@ public struct RelayAPI: Sendable {
         AdminRoutes(auth: auth, database: database).register(on: router)
         ViewRoutes(auth: auth, database: database).register(on: router)
         LiveActivityRoutes(auth: auth, database: database, defaultBundleID: defaultBundleID).register(on: router)
-        MetricsRoutes(metrics: metrics, database: database, hub: hub, credentialsMinted: credentialsMinted).register(on: router)
+        MetricsRoutes(metrics: metrics, database: database, hub: hub, credentialsMinted: credentialsMinted)
+            .register(on: router)
         DocumentRoutes(openAPI: openAPIDocument).register(on: router)
         table.set(router.routes.map { ($0.path.description, $0.method.rawValue) })
         return router

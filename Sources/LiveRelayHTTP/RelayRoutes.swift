@@ -38,7 +38,8 @@ struct RelayRoutes: Sendable {
         let startToken = try body.optionalString("pushToStartToken", maxLength: 512)
         let platform = try Self.platform(body).rawValue
         try await database.execute("""
-            INSERT INTO device_registration (secret_hash, device_token, bundle_id, apns_env, push_to_start_token, platform)
+            INSERT INTO device_registration (secret_hash, device_token, bundle_id, apns_env, push_to_start_token,
+                                             platform)
             VALUES (\(hash), \(token), \(bundle), \(environment), \(startToken), \(platform))
             ON CONFLICT (secret_hash, device_token) DO UPDATE
             SET bundle_id = excluded.bundle_id, apns_env = excluded.apns_env, platform = excluded.platform,
@@ -64,7 +65,8 @@ struct RelayRoutes: Sendable {
         let environment = (try body.optionalEnvironment("apnsEnv") ?? .production).rawValue
         let platform = try Self.platform(body).rawValue
         try await database.execute("""
-            INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env, status, platform)
+            INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env, status,
+                                               platform)
             VALUES (\(hash), \(session), \(token), \(bundle), \(environment), 'active', \(platform))
             ON CONFLICT (secret_hash, session_id) DO UPDATE
             SET activity_token = excluded.activity_token, bundle_id = excluded.bundle_id, apns_env = excluded.apns_env,
@@ -76,7 +78,9 @@ struct RelayRoutes: Sendable {
     /// `platform`: `ios` (the default, as the OpenCode app sends no platform) or `android` (an FCM registration token).
     static func platform(_ body: JSONBody) throws -> Platform {
         guard let text = try body.optionalString("platform", maxLength: 16) else { return .ios }
-        guard let platform = Platform(rawValue: text) else { throw APIError.badRequest("platform must be ios or android") }
+        guard let platform = Platform(rawValue: text) else {
+            throw APIError.badRequest("platform must be ios or android")
+        }
         return platform
     }
 
@@ -110,7 +114,8 @@ struct RelayRoutes: Sendable {
             let payloadText = String(decoding: payload.compactBytes, as: UTF8.self)
             var androidData = ["eventType": eventType, "sessionID": session]
             if let serverID { androidData["serverID"] = serverID }
-            let androidPayload = FCMPayload.alert(title: title ?? defaults.title, body: text ?? defaults.body, data: androidData)
+            let androidPayload = FCMPayload.alert(
+                title: title ?? defaults.title, body: text ?? defaults.body, data: androidData)
             let androidText = String(decoding: androidPayload.compactBytes, as: UTF8.self)
             let contentText = contentState.map { String(decoding: $0.compactBytes, as: UTF8.self) }
             queued = try await database.withTransaction { connection in

@@ -81,7 +81,8 @@ public final class HTTP2Client: @unchecked Sendable {
         }.get()
     }
 
-    private func start(_ requests: [HTTP2Request], promise: EventLoopPromise<[Result<HTTP2Response, HTTP2ClientError>]>) {
+    private func start(_ requests: [HTTP2Request],
+                       promise: EventLoopPromise<[Result<HTTP2Response, HTTP2ClientError>]>) {
         eventLoop.preconditionInEventLoop()
         let batch = HTTP2Batch(count: requests.count, limits: limits, eventLoop: eventLoop, promise: promise)
         batch.startTimer()

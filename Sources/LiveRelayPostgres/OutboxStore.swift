@@ -40,7 +40,8 @@ public struct OutboxStore: Sendable {
         {
             claim.now = dbNow
             claim.rows.append(OutboxRow(
-                id: id, kind: OutboxRow.Kind(rawValue: kind) ?? .alert, platform: Platform(rawValue: rowPlatform) ?? .ios,
+                id: id, kind: OutboxRow.Kind(rawValue: kind) ?? .alert,
+                platform: Platform(rawValue: rowPlatform) ?? .ios,
                 activityID: activityID, eventType: eventType,
                 secretHash: secretHash, sessionID: sessionID, deviceToken: deviceToken, bundleID: bundleID,
                 environment: env.flatMap(APNsEnvironment.init(rawValue:)), payload: payload.flatMap { try? JSONValue(parsing: $0) },
@@ -76,13 +77,15 @@ public struct OutboxStore: Sendable {
                 \(logs.map { $0.environment ?? "" })::text[], \(logs.map { $0.tokenSuffix ?? "" })::text[],
                 \(logs.map(\.apnsID))::uuid[], \(logs.map { Int32($0.providerStatus ?? 0) })::int4[],
                 \(logs.map { $0.providerReason ?? "" })::text[], \(logs.map { Int32($0.attempt) })::int4[],
-                \(logs.map { $0.latencyMilliseconds ?? -1 })::float8[], \(logs.map { $0.requestID?.uuidString ?? "" })::text[],
+                \(logs.map { $0.latencyMilliseconds ?? -1 })::float8[],
+                \(logs.map { $0.requestID?.uuidString ?? "" })::text[],
                 \(logs.map { $0.transport?.rawValue ?? "" })::text[],
                 \(outcome.finishedRowIDs)::int8[], \(retries.map(\.rowID))::int8[],
                 \(retries.map { Int64($0.delaySeconds * 1000) })::int8[], \(retries.map(\.error))::text[],
                 \(sent.map(\.activityID))::uuid[], \(sent.map(\.timestamp))::int8[], \(sent.map(\.stateHash))::text[])
             """, logger: logger)
-        if !outcome.deadActivityTokens.isEmpty || !outcome.deadDeviceTokens.isEmpty || !outcome.deadStartTokens.isEmpty {
+        let deadTokens = outcome.deadActivityTokens.count + outcome.deadDeviceTokens.count + outcome.deadStartTokens.count
+        if deadTokens > 0 {
             try await connection.query("""
                 SELECT liverelay_retire_tokens(\(outcome.deadActivityTokens.map(\.activityID))::uuid[],
                     \(outcome.deadActivityTokens.map(\.token))::text[], \(outcome.deadDeviceTokens)::text[],

@@ -23,7 +23,8 @@ extension RelayServer {
         var counters: [(TransportKind, @Sendable () -> Int)] = []
         var sources: [FCMAccessTokenSource] = []
         if let apns = configuration.apns {
-            let tokens = try ProviderTokenSource(teamID: apns.teamID, keyID: apns.keyID, privateKeyPEM: apns.privateKeyPEM)
+            let tokens = try ProviderTokenSource(
+                teamID: apns.teamID, keyID: apns.keyID, privateKeyPEM: apns.privateKeyPEM)
             for index in 0..<workers {
                 perWorker[index].append(APNsTransport(client: try APNsClient(configuration: apns, tokens: tokens)))
             }

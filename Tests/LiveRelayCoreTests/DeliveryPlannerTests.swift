@@ -8,7 +8,8 @@ struct DeliveryPlannerTests {
     let activity = UUID()
     let planner = DeliveryPlanner()
 
-    func snapshot(state: JSONValue = .object(["n": .integer(3)]), status: ActivityStatus = .active, lastHash: String? = nil,
+    func snapshot(state: JSONValue = .object(["n": .integer(3)]), status: ActivityStatus = .active,
+                  lastHash: String? = nil,
                   lastTimestamp: Int64? = nil, message: String? = nil) -> ActivitySnapshot {
         ActivitySnapshot(
             id: activity, activityToken: "aa11", bundleID: "b.app", environment: .sandbox, status: status, contentState: state,
@@ -48,10 +49,13 @@ struct DeliveryPlannerTests {
 
     @Test("an ended activity gets an end push at priority 10; an invalidated one gets nothing")
     func endAndInvalidated() throws {
-        let end = planner.plan(rows: rows([1]), snapshots: [activity: snapshot(status: .ended)], lockedActivities: [activity], now: 1)
+        let end = planner.plan(
+            rows: rows([1]), snapshots: [activity: snapshot(status: .ended)], lockedActivities: [activity], now: 1)
         #expect(end.pushes.first?.eventType == "end")
         #expect(end.pushes.first?.delivery.priority == 10)
-        let dead = planner.plan(rows: rows([1]), snapshots: [activity: snapshot(status: .invalidated)], lockedActivities: [activity], now: 1)
+        let dead = planner.plan(
+            rows: rows([1]), snapshots: [activity: snapshot(status: .invalidated)], lockedActivities: [activity],
+            now: 1)
         #expect(dead.pushes.isEmpty)
         #expect(dead.settled.first?.reason == "TokenInvalidated")
     }

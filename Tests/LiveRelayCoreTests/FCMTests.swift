@@ -22,7 +22,7 @@ struct FCMTests {
 
     let base = ["DATABASE_URL": "postgres://u:p@localhost:5432/db"]
 
-    @Test("FCM alone is a complete configuration; the project comes from the service account unless FCM_PROJECT_ID says")
+    @Test("FCM alone is a complete configuration; the project is the service account's unless FCM_PROJECT_ID says")
     func fcmOnly() throws {
         var environment = base
         environment["FCM_SERVICE_ACCOUNT"] = Self.account()
@@ -89,12 +89,13 @@ struct FCMTests {
 
     @Test("Google's answers map to outcomes", arguments: [
         (200, "{}", DeliveryOutcome.delivered, nil),
-        (404, #"{"error":{"code":404,"status":"NOT_FOUND","details":[{"errorCode":"UNREGISTERED"}]}}"#, .deadToken, "UNREGISTERED"),
+        (404, #"{"error":{"code":404,"status":"NOT_FOUND","details":[{"errorCode":"UNREGISTERED"}]}}"#, .deadToken,
+         "UNREGISTERED"),
         (403, #"{"error":{"status":"PERMISSION_DENIED","details":[{"errorCode":"SENDER_ID_MISMATCH"}]}}"#, .deadToken,
          "SENDER_ID_MISMATCH"),
         (400, #"{"error":{"status":"INVALID_ARGUMENT","details":[{"fieldViolations":[{"field":"message.token"}]}]}}"#,
          .deadToken, "INVALID_ARGUMENT"),
-        (400, #"{"error":{"status":"INVALID_ARGUMENT","details":[{"fieldViolations":[{"field":"message.android.ttl"}]}]}}"#,
+        (400, #"{"error":{"status":"INVALID_ARGUMENT","details":[{"fieldViolations":[{"field":"message.data"}]}]}}"#,
          .rejected, "INVALID_ARGUMENT"),
         (403, #"{"error":{"status":"PERMISSION_DENIED"}}"#, .rejected, "PERMISSION_DENIED"),
         (401, #"{"error":{"status":"UNAUTHENTICATED"}}"#, .credentialsRejected, "UNAUTHENTICATED"),
@@ -114,9 +115,10 @@ struct FCMTests {
         let activity = UUID()
         let delivery = Delivery(
             platform: .android, kind: .activity, token: "tok", content: .liveActivity(.init(
-                event: .end, contentState: .object(["a": .integer(1)]), staleDate: 1_900_000_000, dismissalDate: 1_900_000_100)),
-            priority: 5, expiration: 1_000_600, id: UUID(), bundleID: "app", environment: .production, activityID: activity,
-            sessionID: "s1", timestamp: 1_000_000)
+                event: .end, contentState: .object(["a": .integer(1)]), staleDate: 1_900_000_000,
+                dismissalDate: 1_900_000_100)),
+            priority: 5, expiration: 1_000_600, id: UUID(), bundleID: "app", environment: .production,
+            activityID: activity, sessionID: "s1", timestamp: 1_000_000)
         let body = FCMMessage.body(for: delivery, now: 1_000_000)
         let expectedID = JSONValue.string(activity.uuidString.lowercased())
         #expect(body == .object(["message": .object([

@@ -39,8 +39,8 @@ struct FCMFixture: Sendable {
             try? FileManager.default.removeItem(atPath: accountFile)
         }
         let simulator = try FCMSimulator(
-            credentials: FCMSimulator.credentials(key: key, projectID: projectID, tokenURI: ""), certificate: certificate,
-            faults: faults, printMessages: false, logger: logger)
+            credentials: FCMSimulator.credentials(key: key, projectID: projectID, tokenURI: ""),
+            certificate: certificate, faults: faults, printMessages: false, logger: logger)
         let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
         let app = try simulator.application(host: "127.0.0.1", port: 0) { port in
             portSink.yield(port)
@@ -76,7 +76,8 @@ struct FCMFixture: Sendable {
             try await Task.sleep(for: .milliseconds(10))
         }
         let messages = simulator.messages()
-        Issue.record("timed out waiting for FCM messages; \(messages.count) recorded, responses \(simulator.stats().responses)",
+        let responses = simulator.stats().responses
+        Issue.record("timed out waiting for FCM messages; \(messages.count) recorded, responses \(responses)",
                      sourceLocation: sourceLocation)
         throw Harness.TimedOut()
     }
@@ -84,7 +85,8 @@ struct FCMFixture: Sendable {
 
 extension Harness {
     /// The harness's APNs simulator plus an FCM simulator, with a relay environment that configures both.
-    func withFCM(faults: FCMSimulatorFaults = .init(), _ body: @Sendable (FCMFixture) async throws -> Void) async throws {
+    func withFCM(faults: FCMSimulatorFaults = .init(),
+                 _ body: @Sendable (FCMFixture) async throws -> Void) async throws {
         try await FCMFixture.with(faults: faults, logger: logger, body)
     }
 
@@ -94,10 +96,10 @@ extension Harness {
                                  state: String = #"{"status": "working"}"#) async throws -> UUID {
         let id = UUID()
         try await sql("""
-            INSERT INTO activity_registration (id, secret_hash, session_id, activity_token, bundle_id, platform, device_uuid,
-                                               content_state)
-            VALUES (\(id), \(secretHash("test-secret")), \(session), \(token), 'dev.liverelay.android', 'android', \(device),
-                    \(state)::jsonb)
+            INSERT INTO activity_registration (id, secret_hash, session_id, activity_token, bundle_id, platform,
+                                               device_uuid, content_state)
+            VALUES (\(id), \(secretHash("test-secret")), \(session), \(token), 'dev.liverelay.android', 'android',
+                    \(device), \(state)::jsonb)
             """)
         return id
     }
@@ -106,4 +108,18 @@ extension Harness {
 /// An FCM registration token's shape, unique per call.
 func randomFCMToken() -> String {
     "f" + randomHex(bytes: 10) + ":APA91b" + randomHex(bytes: 60)
+}
+
+extension Harness {
+    /// A harness, an FCM simulator and an in-process relay configured for both services (`environment` on top).
+    static func withFCMRelay(faults: FCMSimulatorFaults = .init(), environment: [String: String] = [:],
+                             _ body: @Sendable (Harness, FCMFixture, Int) async throws -> Void) async throws {
+        try await Harness.with { h in
+            try await h.withFCM(faults: faults) { fcm in
+                try await h.withRelayPort(environment: fcm.environment.merging(environment) { $1 }) { port in
+                    try await body(h, fcm, port)
+                }
+            }
+        }
+    }
 }

@@ -9,60 +9,53 @@ import Testing
 struct FCMRoutesTests {
     @Test("/v1/event alerts an Android device with notification + data, and reports the real outcome")
     func alert() async throws {
-        try await Harness.with { h in
-            try await h.withFCM { fcm in
-                try await h.withRelayPort(environment: fcm.environment) { port in
-                    let api = RelayHTTP(port: port)
-                    let token = randomFCMToken()
-                    let register = try await api.post("/v1/device/register",
-                        #"{"secret":"pair","deviceToken":"\#(token)","bundleId":"dev.app","platform":"android"}"#)
-                    #expect(register.status == 200)
-                    let event = try await api.post("/v1/event",
-                        #"{"secret":"pair","serverID":"srv1","eventType":"complete","sessionID":"ses_1","title":"Done","body":"All good"}"#)
-                    #expect(event["sent"] == .integer(1) && event["failed"] == .integer(0))
-                    let message = try #require(fcm.simulator.messages().first)
-                    #expect(message.token == token)
-                    #expect(message.notification == .object(["title": .string("Done"), "body": .string("All good")]))
-                    #expect(message.data == ["eventType": "complete", "sessionID": "ses_1", "serverID": "srv1"])
-                    #expect(message.android?.objectValue?["priority"] == .string("high"))
-                    #expect(h.simulator.pushes().isEmpty, "nothing went to APNs")
-                    let bad = try await api.post("/v1/device/register",
-                        #"{"secret":"pair","deviceToken":"x","bundleId":"dev.app","platform":"windows"}"#)
-                    #expect(bad.status == 400 && bad.text.contains("platform must be ios or android"))
-                }
-            }
+        try await Harness.withFCMRelay { h, fcm, port in
+            let api = RelayHTTP(port: port)
+            let token = randomFCMToken()
+            let register = try await api.post("/v1/device/register",
+                #"{"secret":"pair","deviceToken":"\#(token)","bundleId":"dev.app","platform":"android"}"#)
+            #expect(register.status == 200)
+            let event = try await api.post("/v1/event",
+                #"{"secret":"pair","serverID":"srv1","eventType":"complete","sessionID":"ses_1","title":"Done","#
+                    + #""body":"All good"}"#)
+            #expect(event["sent"] == .integer(1) && event["failed"] == .integer(0))
+            let message = try #require(fcm.simulator.messages().first)
+            #expect(message.token == token)
+            #expect(message.notification == .object(["title": .string("Done"), "body": .string("All good")]))
+            #expect(message.data == ["eventType": "complete", "sessionID": "ses_1", "serverID": "srv1"])
+            #expect(message.android?.objectValue?["priority"] == .string("high"))
+            #expect(h.simulator.pushes().isEmpty, "nothing went to APNs")
+            let bad = try await api.post("/v1/device/register",
+                #"{"secret":"pair","deviceToken":"x","bundleId":"dev.app","platform":"windows"}"#)
+            #expect(bad.status == 400 && bad.text.contains("platform must be ios or android"))
         }
     }
 
-    @Test("POST /v1/live-activities with platform android starts it; PUT .../token moves the next update to the new token")
+    @Test("POST /v1/live-activities with platform android starts it; PUT .../token moves the next update")
     func liveActivityAPI() async throws {
-        try await Harness.with { h in
-            try await h.withFCM { fcm in
-                try await h.withRelayPort(environment: fcm.environment) { port in
-                    let api = RelayHTTP(port: port)
-                    let first = randomFCMToken(), second = randomFCMToken()
-                    let created = try await api.post("/v1/live-activities", #"""
-                        {"platform":"android","fcmToken":"\#(first)","activityType":"Delivery","attributes":{"order":"42"},
-                         "contentState":{"eta":5},"externalId":"order-42","userId":"u1"}
-                        """#, headers: RelayHTTP.admin)
-                    #expect(created.status == 201)
-                    #expect(created["platform"] == .string("android") && created["externalId"] == .string("order-42"))
-                    let id = try #require(created["id"].flatMap { if case .string(let text) = $0 { text } else { nil } })
-                    let start = try #require(try await fcm.waitForMessages { $0.count == 1 }.first)
-                    #expect(start.token == first && start.data["liveRelayEvent"] == "start")
-                    #expect(start.data["liveRelayContentState"] == #"{"eta":5}"#)
-                    #expect(start.data["liveRelaySessionId"] == "order-42")
-                    let rotated = try await api.request(.PUT, "/v1/live-activities/\(id)/token",
-                                                        json: #"{"fcmToken":"\#(second)"}"#, headers: RelayHTTP.admin)
-                    #expect(rotated.status == 200)
-                    let update = try await api.request(.PATCH, "/v1/live-activities/\(id)",
-                                                       json: #"{"contentState":{"eta":2}}"#, headers: RelayHTTP.admin)
-                    #expect(update.status == 200)
-                    let next = try #require(try await fcm.waitForMessages { $0.count == 2 }.last)
-                    #expect(next.token == second && next.data["liveRelayEvent"] == "update")
-                    #expect(next.data["liveRelayContentState"] == #"{"eta":2}"#)
-                }
-            }
+        try await Harness.withFCMRelay { h, fcm, port in
+            let api = RelayHTTP(port: port)
+            let first = randomFCMToken(), second = randomFCMToken()
+            let created = try await api.post("/v1/live-activities", #"""
+                {"platform":"android","fcmToken":"\#(first)","activityType":"Delivery","attributes":{"order":"42"},
+                 "contentState":{"eta":5},"externalId":"order-42","userId":"u1"}
+                """#, headers: RelayHTTP.admin)
+            #expect(created.status == 201)
+            #expect(created["platform"] == .string("android") && created["externalId"] == .string("order-42"))
+            let id = try #require(created["id"].flatMap { if case .string(let text) = $0 { text } else { nil } })
+            let start = try #require(try await fcm.waitForMessages { $0.count == 1 }.first)
+            #expect(start.token == first && start.data["liveRelayEvent"] == "start")
+            #expect(start.data["liveRelayContentState"] == #"{"eta":5}"#)
+            #expect(start.data["liveRelaySessionId"] == "order-42")
+            let rotated = try await api.request(.PUT, "/v1/live-activities/\(id)/token",
+                                                json: #"{"fcmToken":"\#(second)"}"#, headers: RelayHTTP.admin)
+            #expect(rotated.status == 200)
+            let update = try await api.request(.PATCH, "/v1/live-activities/\(id)",
+                                               json: #"{"contentState":{"eta":2}}"#, headers: RelayHTTP.admin)
+            #expect(update.status == 200)
+            let next = try #require(try await fcm.waitForMessages { $0.count == 2 }.last)
+            #expect(next.token == second && next.data["liveRelayEvent"] == "update")
+            #expect(next.data["liveRelayContentState"] == #"{"eta":2}"#)
         }
     }
 
@@ -79,7 +72,8 @@ struct FCMRoutesTests {
                     try await fcm.waitForMessages { $0.count == 1 }
                     try await h.waitUntil("""
                         SELECT count(*) = 1 FROM delivery_log
-                        WHERE session_id = 'phone' AND status = 'failed' AND error = 'APNsNotConfigured' AND transport IS NULL
+                        WHERE session_id = 'phone' AND status = 'failed' AND error = 'APNsNotConfigured'
+                          AND transport IS NULL
                         """)
                     #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self) == [0])
                     #expect(h.simulator.pushes().isEmpty)
@@ -99,18 +93,20 @@ struct FCMRoutesTests {
             try await h.registerActivity(session: "big-ios")
             // 400 keys: ~3,500 bytes as JSON (fits APNs), ~5,100 once escaped into a string (does not fit FCM).
             let state = "{" + (0..<400).map { #""\#($0)":"""# }.joined(separator: ",") + "}"
-            try await h.sql("UPDATE activity_registration SET content_state = \(state)::jsonb WHERE session_id = 'big-ios'")
+            try await h.sql(
+                "UPDATE activity_registration SET content_state = \(state)::jsonb WHERE session_id = 'big-ios'")
             do {
-                try await h.sql("UPDATE activity_registration SET content_state = \(state)::jsonb WHERE session_id = 'big-android'")
+                try await h.sql(
+                    "UPDATE activity_registration SET content_state = \(state)::jsonb WHERE session_id = 'big-android'")
                 Issue.record("an Android state over FCM's limit was accepted")
             } catch {
                 let text = String(reflecting: error)
-                #expect(text.contains("FCM message data for session big-android") && text.contains("FCM accepts at most 4096"),
-                        "\(text)")
+                #expect(text.contains("FCM message data for session big-android"), "\(text)")
+                #expect(text.contains("FCM accepts at most 4096"), "\(text)")
             }
             #expect(try await h.rows("""
-                SELECT count(*)::int8 FROM activity_registration WHERE session_id = 'big-android' AND content_state IS NOT NULL
-                  AND content_state ? '0'
+                SELECT count(*)::int8 FROM activity_registration
+                WHERE session_id = 'big-android' AND content_state IS NOT NULL AND content_state ? '0'
                 """, as: Int64.self) == [0])
         }
     }
@@ -136,7 +132,8 @@ struct FCMRoutesTests {
                     #expect(fcm.simulator.messages().isEmpty)
                     #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self) == [1])
                     let errors = try await h.rows("SELECT error FROM delivery_log", as: String.self)
-                    #expect(!errors.contains { $0.contains("PRIVATE KEY") || $0.contains("eyJ") }, "no key or assertion logged")
+                    let leaked = errors.contains { $0.contains("PRIVATE KEY") || $0.contains("eyJ") }
+                    #expect(!leaked, "no key or assertion logged")
                 }
             }
         }
@@ -147,27 +144,28 @@ struct FCMRoutesTests {
         var faults = FCMSimulatorFaults()
         faults.accessTokenLifetimeSeconds = 4
         let configured = faults
-        try await Harness.with { h in
-            try await h.withFCM(faults: configured) { fcm in
-                try await h.withRelay(environment: fcm.environment) {
-                    try await h.registerAndroidActivity(session: "life", token: randomFCMToken())
-                    var n = 1
-                    try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', 1)")
-                    try await fcm.waitForMessages { $0.count == 1 }
-                    // The first token was issued before now: 5 s later it has expired, so the last messages must have
-                    // gone with a second one, got before FCM refused the first.
-                    let firstSent = ContinuousClock.now
-                    while ContinuousClock.now - firstSent < .seconds(5) {
-                        n += 1
-                        try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))")
-                        try await fcm.waitForMessages { [n] in $0.count == n }
-                        try await Task.sleep(for: .milliseconds(100))
-                    }
-                    let stats = fcm.simulator.stats()
-                    #expect(stats.assertionsIssuedAt.count == 2, "one token for ~3.6 s, then one more: \(stats)")
-                    #expect(stats.responses["401"] == nil, "replaced before it expired")
-                }
+        try await Harness.withFCMRelay(faults: configured) { h, fcm, _ in
+            try await h.registerAndroidActivity(session: "life", token: randomFCMToken())
+            var n = 1
+            try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', 1)")
+            try await fcm.waitForMessages { $0.count == 1 }
+            // The first token was issued before now: 5 s later it has expired, so the last messages must have
+            // gone with a second one, got before FCM refused the first.
+            let firstSent = ContinuousClock.now
+            while ContinuousClock.now - firstSent < .seconds(5) {
+                n += 1
+                try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))")
+                try await fcm.waitForMessages { [n] in $0.count == n }
+                try await Task.sleep(for: .milliseconds(100))
             }
+            let stats = fcm.simulator.stats()
+            let elapsed = (ContinuousClock.now - firstSent) / .seconds(1)
+            // One token per ~3.6 s of the run (more only on a machine so loaded that the loop overran), never one
+            // per message, and none used after it expired.
+            #expect(stats.assertionsIssuedAt.count >= 2, "\(stats)")
+            #expect(Double(stats.assertionsIssuedAt.count) <= 2 + elapsed / 3.6, "\(stats) in \(elapsed) s")
+            #expect(stats.assertionsIssuedAt.count < n, "reused: \(stats.assertionsIssuedAt.count) for \(n) messages")
+            #expect(stats.responses["401"] == nil, "replaced before it expired")
         }
     }
 }

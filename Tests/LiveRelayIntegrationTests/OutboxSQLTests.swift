@@ -53,14 +53,17 @@ struct OutboxSQLTests {
             let outbox = try #require(try await h.rows("SELECT id FROM delivery_outbox", as: Int64.self).first)
             try await h.sql("""
                 SELECT liverelay_record_batch(
-                    ARRAY[''], ARRAY['update'], ARRAY['logged'], ARRAY['failed'], ARRAY['token invalidated: UNREGISTERED'],
+                    ARRAY[''], ARRAY['update'], ARRAY['logged'], ARRAY['failed'],
+                    ARRAY['token invalidated: UNREGISTERED'],
                     ARRAY[\(outbox)]::int8[], ARRAY[\(id.uuidString)], ARRAY['data'], ARRAY[''], ARRAY['abcdefgh'],
-                    ARRAY[gen_random_uuid()], ARRAY[404], ARRAY['UNREGISTERED'], ARRAY[1], ARRAY[12.5]::float8[], ARRAY[''],
+                    ARRAY[gen_random_uuid()], ARRAY[404], ARRAY['UNREGISTERED'], ARRAY[1], ARRAY[12.5]::float8[],
+                    ARRAY[''],
                     ARRAY['fcm'], ARRAY[\(outbox)]::int8[], '{}', '{}', '{}', '{}', '{}', '{}')
                 """)
             #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self) == [0])
             let logged = try await h.rows("""
-                SELECT concat_ws(' ', status, transport, provider_status, provider_reason, apns_status IS NULL, push_type)
+                SELECT concat_ws(' ', status, transport, provider_status, provider_reason, apns_status IS NULL,
+                                 push_type)
                 FROM delivery_log
                 """, as: String.self)
             #expect(logged == ["failed fcm 404 UNREGISTERED t data"], "APNs columns stay empty for FCM")
