@@ -463,66 +463,58 @@ def retry_gaps(suite, database):
     return checked, violations, gaps, ratios
 
 
-def scenario_endpoint(suite, quick):
-    """The endpoint answers 20% 503 + 5% 429 (retry-after), resets connections and sends GOAWAY."""
+def endpoint_faults(suite, quick, database, android, faults):
+    """Writes to one relay while a simulator answers with `faults`; returns the result with the retries checked
+    against the backoff policy and the simulator's answers (the APNs simulator's, or with `android` the FCM one's)."""
     rate, seconds = (100, 5) if quick else (200, 20)
-    tokens = suite.create_database("endpoint", 1000)
-    relay = Relay(suite, "endpoint")
-    before = suite.responses()
-    suite.set_faults(rate503=0.2, rate429=0.05, retryAfterSeconds=1, resetRate=0.01, goAwayRate=0.01)
-    writer = Writer(suite, "endpoint", list(tokens), rate, seconds)
+    tokens = suite.create_database(database, 1000, android_share=1.0 if android else 0.0)
+    relay = Relay(suite, database)
+    set_faults = suite.set_fcm_faults if android else suite.set_faults
+    before = suite.responses(fcm=android)
+    set_faults(**faults)
+    writer = Writer(suite, database, list(tokens), rate, seconds)
     writer.start()
     writer.join()
-    drained, pushes, result = collect(suite, "endpoint", 120)
-    suite.set_faults()
+    drained, pushes, result = collect(suite, database, 120)
+    set_faults()
     relay.terminate()
-    after = suite.responses()
-    answered = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    after = suite.responses(fcm=android)
+    answered = {k: after.get(k, 0) - before.get(k, 0) for k in after if not k.startswith("token-")}
     requests = sum(answered.values())
-    checked, violations, gaps, ratios = retry_gaps(suite, "endpoint")
-    result.update(writes=len(writer.committed), responses=answered, requests_per_accepted_push=requests / max(len(pushes), 1),
+    checked, violations, gaps, ratios = retry_gaps(suite, database)
+    result.update(writes=len(writer.committed), responses=answered, requests=requests,
+                  requests_per_accepted_push=requests / max(len(pushes), 1),
                   retries_checked=checked, retries_sooner_than_policy=violations, drained_after_s=drained,
                   retry_gap_s={"min": min(gaps, default=0), "p50": pct(gaps, 50), "max": max(gaps, default=0)},
                   min_gap_over_bound=min(ratios, default=0))
     result["pass"] = (nothing_lost(result, drained)
                       and violations == 0 and checked > 0 and result["requests_per_accepted_push"] < 2)
-    result["summary"] = (f"{requests} requests for {len(pushes)} accepted pushes ({result['requests_per_accepted_push']:.2f} "
-                         f"per push; 503 {answered.get('503', 0)}, 429 {answered.get('429', 0)}, resets "
-                         f"{answered.get('reset', 0)}, GOAWAY {answered.get('goaway', 0)}); {checked} retries all within "
-                         f"backoff bounds: {violations == 0} (shortest wait {min(ratios, default=0):.2f}× its lower bound); "
-                         f"{result['final_states_lost']} final states lost")
+    result["retries_summary"] = (f"{checked} retries all within backoff bounds: {violations == 0} (shortest wait "
+                                 f"{min(ratios, default=0):.2f}× its lower bound); {result['final_states_lost']} final "
+                                 f"states lost, {result['order_violations']} order violations")
+    return result
+
+
+def scenario_endpoint(suite, quick):
+    """APNs answers 20% 503 + 5% 429 (retry-after), resets connections and sends GOAWAY."""
+    result = endpoint_faults(suite, quick, "endpoint", False,
+                             dict(rate503=0.2, rate429=0.05, retryAfterSeconds=1, resetRate=0.01, goAwayRate=0.01))
+    answered = result["responses"]
+    result["summary"] = (f"{result['requests']} requests for {result['pushes']} accepted pushes "
+                         f"({result['requests_per_accepted_push']:.2f} per push; 503 {answered.get('503', 0)}, 429 "
+                         f"{answered.get('429', 0)}, resets {answered.get('reset', 0)}, GOAWAY "
+                         f"{answered.get('goaway', 0)}); {result['retries_summary']}")
     return result
 
 
 def scenario_android(suite, quick):
     """Android activities while FCM answers 20% 503 + 5% 429 (Retry-After) and resets connections."""
-    rate, seconds = (100, 5) if quick else (200, 20)
-    tokens = suite.create_database("android", 1000, android_share=1.0)
-    relay = Relay(suite, "android")
-    before = suite.responses(fcm=True)
-    suite.set_fcm_faults(rate503=0.2, rate429=0.05, retryAfterSeconds=1, resetRate=0.01)
-    writer = Writer(suite, "android", list(tokens), rate, seconds)
-    writer.start()
-    writer.join()
-    drained, pushes, result = collect(suite, "android", 120)
-    suite.set_fcm_faults()
-    relay.terminate()
-    after = suite.responses(fcm=True)
-    answered = {k: after.get(k, 0) - before.get(k, 0) for k in after if not k.startswith("token-")}
-    requests = sum(answered.values())
-    checked, violations, gaps, ratios = retry_gaps(suite, "android")
-    fcm_rows = suite.query("android", "SELECT count(*) FROM delivery_log WHERE transport = 'fcm'")[0][0]
-    result.update(writes=len(writer.committed), responses=answered,
-                  requests_per_accepted_message=requests / max(len(pushes), 1),
-                  retries_checked=checked, retries_sooner_than_policy=violations, drained_after_s=drained,
-                  fcm_log_rows=fcm_rows, min_gap_over_bound=min(ratios, default=0))
-    result["pass"] = (nothing_lost(result, drained)
-                      and violations == 0 and checked > 0 and result["requests_per_accepted_message"] < 2)
-    result["summary"] = (f"{requests} FCM requests for {len(pushes)} accepted messages (503 {answered.get('503', 0)}, "
-                         f"429 {answered.get('429', 0)}, resets {answered.get('reset', 0)}); {checked} retries all "
-                         f"within backoff bounds: {violations == 0} (shortest wait {min(ratios, default=0):.2f}× its "
-                         f"lower bound); {result['final_states_lost']} final states lost, "
-                         f"{result['order_violations']} order violations")
+    result = endpoint_faults(suite, quick, "android", True,
+                             dict(rate503=0.2, rate429=0.05, retryAfterSeconds=1, resetRate=0.01))
+    answered = result["responses"]
+    result["summary"] = (f"{result['requests']} FCM requests for {result['pushes']} accepted messages "
+                         f"({result['requests_per_accepted_push']:.2f} per message; 503 {answered.get('503', 0)}, 429 "
+                         f"{answered.get('429', 0)}, resets {answered.get('reset', 0)}); {result['retries_summary']}")
     return result
 
 

@@ -39,11 +39,7 @@ struct APNsSimCommand: AsyncParsableCommand {
         let certificate = try SimulatorCertificate.generate(hosts: ["localhost"] + hostnames)
         try DevKeys.write(certificate.caPEM, to: caOut)
         var faults = SimulatorFaults()
-        for entry in failTokens {
-            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2 else { throw ValidationError("--fail-token takes TOKEN=REASON, got \(entry)") }
-            faults.tokenErrors[parts[0]] = parts[1]
-        }
+        faults.tokenErrors = try tokenPairs(failTokens, option: "--fail-token")
         faults.sandboxTokens = sandboxTokens
         faults.rate503 = rate503
         faults.rate429 = rate429
@@ -60,6 +56,17 @@ struct APNsSimCommand: AsyncParsableCommand {
         }
         try await app.runService(logger: logger)
     }
+}
+
+/// `TOKEN=VALUE` options (the simulators' `--fail-token`) as a dictionary.
+func tokenPairs(_ entries: [String], option: String) throws -> [String: String] {
+    var pairs: [String: String] = [:]
+    for entry in entries {
+        let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else { throw ValidationError("\(option) takes TOKEN=VALUE, got \(entry)") }
+        pairs[parts[0]] = parts[1]
+    }
+    return pairs
 }
 
 /// The development key pair and files of `liverelay dev` and `apns-sim`.

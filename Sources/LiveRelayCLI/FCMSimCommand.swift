@@ -42,11 +42,7 @@ struct FCMSimCommand: AsyncParsableCommand {
         let certificate = try SimulatorCertificate.generate(hosts: ["localhost"] + hostnames)
         try DevKeys.write(certificate.caPEM, to: caOut)
         var faults = FCMSimulatorFaults()
-        for entry in failTokens {
-            let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
-            guard parts.count == 2 else { throw ValidationError("--fail-token takes TOKEN=CODE, got \(entry)") }
-            faults.tokenErrors[parts[0]] = parts[1]
-        }
+        faults.tokenErrors = try tokenPairs(failTokens, option: "--fail-token")
         faults.rate503 = rate503
         faults.rate429 = rate429
         faults.retryAfterSeconds = retryAfter

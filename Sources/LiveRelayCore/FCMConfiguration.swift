@@ -20,15 +20,7 @@ public struct FCMConfiguration: Sendable {
     }
 
     static func fromEnvironment(_ reader: inout EnvironmentReader) throws -> FCMConfiguration {
-        let variable: String, text: String
-        if let inline = reader.optional("FCM_SERVICE_ACCOUNT") {
-            (variable, text) = ("FCM_SERVICE_ACCOUNT", inline)
-        } else if let path = reader.optional("FCM_SERVICE_ACCOUNT_FILE") {
-            guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw ConfigurationError(name: "FCM_SERVICE_ACCOUNT_FILE", problem: "cannot be read (\(path))")
-            }
-            (variable, text) = ("FCM_SERVICE_ACCOUNT_FILE", contents)
-        } else {
+        guard let (variable, text) = try reader.inlineOrFile("FCM_SERVICE_ACCOUNT") else {
             throw ConfigurationError(name: "FCM_SERVICE_ACCOUNT_FILE", problem: """
                 is not set (nor FCM_SERVICE_ACCOUNT): give the path of the Firebase service-account JSON key
                 """)

@@ -104,18 +104,11 @@ public struct APNsConfiguration: Sendable {
             your Apple developer team ID\(fcmPossible ? "; or configure only FCM with FCM_SERVICE_ACCOUNT_FILE" : "")
             """)
         let keyID = try reader.required("APNS_KEY_ID", hint: "the key ID of your APNs auth key (.p8)")
-        var pem: String
-        if let inline = reader.optional("APNS_PRIVATE_KEY") {
-            pem = inline
-        } else if let path = reader.optional("APNS_PRIVATE_KEY_FILE") {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw ConfigurationError(name: "APNS_PRIVATE_KEY_FILE", problem: "cannot be read (\(path))")
-            }
-            pem = text
-        } else {
-            throw ConfigurationError(name: "APNS_PRIVATE_KEY", problem: "is not set (nor APNS_PRIVATE_KEY_FILE): give the .p8 key's PEM text")
+        guard let (_, text) = try reader.inlineOrFile("APNS_PRIVATE_KEY") else {
+            throw ConfigurationError(
+                name: "APNS_PRIVATE_KEY", problem: "is not set (nor APNS_PRIVATE_KEY_FILE): give the .p8 key's PEM text")
         }
-        pem = pem.replacingOccurrences(of: "\\n", with: "\n")
+        let pem = text.replacingOccurrences(of: "\\n", with: "\n")
         guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil else {
             throw ConfigurationError(name: "APNS_PRIVATE_KEY", problem: "is not a PEM-encoded P-256 private key (.p8)")
         }
@@ -169,6 +162,16 @@ struct EnvironmentReader {
     func required(_ name: String, hint: String) throws -> String {
         guard let value = optional(name) else { throw ConfigurationError(name: name, problem: "is required (\(hint))") }
         return value
+    }
+
+    /// `name` itself, or the contents of the file `name_FILE` names: the variable that gave it, and the text.
+    func inlineOrFile(_ name: String) throws -> (variable: String, text: String)? {
+        if let inline = optional(name) { return (name, inline) }
+        guard let path = optional(name + "_FILE") else { return nil }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ConfigurationError(name: name + "_FILE", problem: "cannot be read (\(path))")
+        }
+        return (name + "_FILE", text)
     }
 
     func integer(_ name: String, default defaultValue: Int, range: ClosedRange<Int>) throws -> Int {
