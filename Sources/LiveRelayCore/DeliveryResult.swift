@@ -8,7 +8,8 @@ public enum DeliveryOutcome: Sendable, Hashable {
     case deadToken
     /// Permanent for this message (too large, malformed, refused): record the failure, keep the token.
     case rejected
-    /// The relay's credentials were refused even after minting new ones.
+    /// The relay's credentials were refused even after minting new ones: retried with backoff (the message is
+    /// fine; the operator has to fix the credentials).
     case credentialsRejected
 }
 

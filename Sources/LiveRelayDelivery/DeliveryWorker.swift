@@ -229,6 +229,19 @@ public final class DeliveryWorker: Service, Sendable {
         let answer = result.providerStatus.map {
             "\(transport.rawValue.uppercased()) \($0) \(result.providerReason ?? "")"
         }
+        func retry(after retryAfter: Double?, error: String) {
+            let attempts = push.rows.map(\.attempts).max() ?? 0
+            let age = Date().timeIntervalSince1970 - (push.rows.map(\.enqueuedAt).min() ?? newest.enqueuedAt)
+            if let delay = configuration.retry.nextDelay(
+                afterAttempt: attempts + 1, ageSeconds: age, retryAfterSeconds: retryAfter,
+                random: Double.random(in: 0...1)) {
+                outcome.retries += push.rows.map { .init(rowID: $0.id, delaySeconds: delay, error: error) }
+                let next = "\(error); next attempt in \(Int(delay * 1000)) ms"
+                outcome.logs.append(log(newest, .retrying, next, answered: true))
+            } else {
+                finish(.failed, "gave up after \(attempts + 1) attempts: \(error)")
+            }
+        }
         switch result.outcome {
         case .delivered:
             finish(.sent, nil)
@@ -251,18 +264,12 @@ public final class DeliveryWorker: Service, Sendable {
             case .start: outcome.deadStartTokens.append(delivery.token)
             }
         case .retry(let retryAfter):
-            let attempts = push.rows.map(\.attempts).max() ?? 0
-            let age = Date().timeIntervalSince1970 - (push.rows.map(\.enqueuedAt).min() ?? newest.enqueuedAt)
-            let error = result.error ?? answer ?? "no answer"
-            if let delay = configuration.retry.nextDelay(
-                afterAttempt: attempts + 1, ageSeconds: age, retryAfterSeconds: retryAfter, random: Double.random(in: 0...1)) {
-                outcome.retries += push.rows.map { .init(rowID: $0.id, delaySeconds: delay, error: error) }
-                let next = "\(error); next attempt in \(Int(delay * 1000)) ms"
-                outcome.logs.append(log(newest, .retrying, next, answered: true))
-            } else {
-                finish(.failed, "gave up after \(attempts + 1) attempts: \(error)")
-            }
-        case .rejected, .credentialsRejected:
+            retry(after: retryAfter, error: result.error ?? answer ?? "no answer")
+        case .credentialsRejected:
+            // The service refused credentials minted a moment ago (a revoked key, a clock far off): the message is
+            // fine, so it waits with backoff for the operator to fix the credentials rather than being dropped.
+            retry(after: nil, error: "\(answer ?? "refused"): credentials refused even after minting new ones")
+        case .rejected:
             finish(.failed, result.providerReason ?? result.error ?? answer ?? "rejected")
         }
     }

@@ -139,6 +139,27 @@ struct FCMRoutesTests {
         }
     }
 
+    @Test("FCM refusing even a fresh access token: the message waits with backoff instead of being dropped")
+    func credentialsRefused() async throws {
+        var faults = FCMSimulatorFaults()
+        faults.revokeAccessTokensIssuedBefore = Int64(Date().timeIntervalSince1970) + 3600
+        let configured = faults
+        try await Harness.withFCMRelay(faults: configured) { h, fcm, _ in
+            try await h.registerAndroidActivity(session: "revoked", token: randomFCMToken())
+            try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 1}'")
+            try await h.waitUntil("""
+                SELECT count(*) > 0 FROM delivery_log WHERE status = 'retrying' AND provider_status = 401
+                  AND error LIKE 'FCM 401 UNAUTHENTICATED: credentials refused even after minting new ones%'
+                """)
+            #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self) == [1])
+            #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_log WHERE status = 'failed'",
+                                     as: Int64.self) == [0])
+            // Credentials fixed: the waiting message goes out on its next attempt.
+            fcm.simulator.setFaults(FCMSimulatorFaults())
+            try await fcm.waitForMessages { $0.count == 1 }
+        }
+    }
+
     @Test("an access token is reused until shortly before it expires, then replaced before FCM refuses it")
     func tokenLifetime() async throws {
         var faults = FCMSimulatorFaults()
