@@ -183,7 +183,7 @@ public final class DeliveryWorker: Service, Sendable {
         for (index, push) in pushes.enumerated() { groups[push.delivery.platform.transport, default: []].append(index) }
         var results = pushes.map { push in
             let kind = push.delivery.platform.transport
-            return DeliveryResult(outcome: .rejected, error: kind.notConfiguredReason, pushType: kind.rawValue)
+            return DeliveryResult(outcome: .rejected, error: kind.notConfiguredReason, pushType: "")
         }
         let transports = self.transports
         let sendable = groups.compactMap { kind, indices in transports[kind].map { ($0, indices) } }

@@ -73,7 +73,7 @@ struct FCMRoutesTests {
                     try await h.waitUntil("""
                         SELECT count(*) = 1 FROM delivery_log
                         WHERE session_id = 'phone' AND status = 'failed' AND error = 'APNsNotConfigured'
-                          AND transport IS NULL
+                          AND transport IS NULL AND push_type IS NULL
                         """)
                     #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self) == [0])
                     #expect(h.simulator.pushes().isEmpty)
