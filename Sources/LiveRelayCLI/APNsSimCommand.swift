@@ -80,6 +80,17 @@ enum DevKeys {
         return key
     }
 
+    /// A random secret kept in a file readable by its owner only (the dev admin token): the same across restarts.
+    static func loadOrCreateSecret(at path: String) throws -> String {
+        if let kept = try? String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+           kept.count >= 16 {
+            return kept
+        }
+        let secret = randomHex(bytes: 24)
+        try write(secret + "\n", to: path, permissions: 0o600)
+        return secret
+    }
+
     static func write(_ text: String, to path: String, permissions: Int = 0o644) throws {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }

@@ -75,6 +75,10 @@ struct DevCommand: AsyncParsableCommand {
             }
             var relayEnvironment = environment
             relayEnvironment["DATABASE_URL"] = databaseURL
+            // An admin token for the dashboard and admin routes, made once and kept (unless one is configured).
+            let adminToken = try environment["LIVERELAY_ADMIN_TOKEN"] ?? DevKeys.loadOrCreateSecret(
+                at: state + "/admin-token")
+            relayEnvironment["LIVERELAY_ADMIN_TOKEN"] = adminToken
             var simPort: Int?
             for await port in simPorts { simPort = port }
             if useSimulator, let simPort {
@@ -107,9 +111,11 @@ struct DevCommand: AsyncParsableCommand {
             try await seedDemo(databaseURL: databaseURL, logger: logger)
             let shownSimPort = useSimulator ? simPort : nil
             let shownFCMPort = useFCMSimulator ? fcmPort : nil
+            let tokenFile = environment["LIVERELAY_ADMIN_TOKEN"] == nil ? state + "/admin-token" : nil
             group.addTask {
                 try await server.run { port in
-                    printWelcome(httpPort: port, databaseURL: databaseURL, simPort: shownSimPort, fcmPort: shownFCMPort)
+                    printWelcome(httpPort: port, databaseURL: databaseURL, simPort: shownSimPort, fcmPort: shownFCMPort,
+                                 adminToken: adminToken, tokenFile: tokenFile)
                 }
             }
             // The relay returns on Ctrl-C (graceful shutdown); then stop the simulator too.
@@ -184,10 +190,14 @@ enum DevDemo {
     static let fcmProjectID = "liverelay-dev"
 }
 
-private func printWelcome(httpPort: Int, databaseURL: String, simPort: Int?, fcmPort: Int?) {
+private func printWelcome(httpPort: Int, databaseURL: String, simPort: Int?, fcmPort: Int?, adminToken: String,
+                          tokenFile: String?) {
     var lines = [
         "",
-        "LiveRelay is running. Ctrl-C stops the relay, the simulator and PostgreSQL.",
+        "LiveRelay is running. Ctrl-C stops the relay, the simulators and PostgreSQL.",
+        // The token travels in the fragment: the browser never sends it, so it reaches no server log.
+        "  Dashboard: http://127.0.0.1:\(httpPort)/#token=\(adminToken)",
+        "  Admin:     Authorization: Bearer \(adminToken)" + (tokenFile.map { "  (kept in \($0))" } ?? ""),
         "  Relay:     http://127.0.0.1:\(httpPort)/  (health: /health, readiness: /ready)",
         "  psql:      psql \"\(databaseURL)\"",
     ]

@@ -39,6 +39,16 @@ enum DashboardPage {
         body: JSON.stringify({ device_uuid: device.value, message: message.value, updated_by: 'dashboard' }) });
       if (!response.ok) alert((await response.json()).error); else loadAll();
     }
+    // `liverelay dev` prints a link with the admin token in the fragment (#token=…), which the browser never sends:
+    // take it into the field (kept for this tab only), drop it from the address bar, and load.
+    const fromLink = new URLSearchParams(location.hash.slice(1)).get('token');
+    if (fromLink) {
+      sessionStorage.setItem('liverelay-admin-token', fromLink);
+      history.replaceState(null, '', location.pathname + location.search);
+    }
+    token.value = sessionStorage.getItem('liverelay-admin-token') || '';
+    token.addEventListener('change', () => sessionStorage.setItem('liverelay-admin-token', token.value));
+    if (token.value) loadAll();
     function listen() {
       const source = new EventSource('/v1/stream?channel=' + encodeURIComponent(channel.value) + '&access_token=' + encodeURIComponent(token.value));
       ['activity-update', 'activity-end', 'live-activity-message'].forEach(name => source.addEventListener(name, e => {
