@@ -490,7 +490,8 @@ def endpoint_faults(suite, quick, database, android, faults):
     result["pass"] = (nothing_lost(result, drained)
                       and violations == 0 and checked > 0 and result["requests_per_accepted_push"] < 2)
     result["retries_summary"] = (f"{checked} retries all within backoff bounds: {violations == 0} (shortest wait "
-                                 f"{min(ratios, default=0):.2f}× its lower bound); {result['final_states_lost']} final "
+                                 f"{min(ratios, default=0):.2f}× its lower bound); "
+                                 f"{result['final_states_lost']} final "
                                  f"states lost, {result['order_violations']} order violations")
     return result
 

@@ -121,7 +121,7 @@ extension FCMSimulator {
         else { throw unauthenticated }
         let bearer = String(authorization.dropFirst("bearer ".count))
         guard let access = state.withLock({ $0.accessTokens[bearer] }), access.expiresAt > Date().timeIntervalSince1970,
-              access.issuedAt >= Double(faults.revokeAccessTokensIssuedBefore ?? 0) else { throw unauthenticated }
+              access.issuedAt >= faults.revokeAccessTokensIssuedBefore ?? 0 else { throw unauthenticated }
         return access
     }
 

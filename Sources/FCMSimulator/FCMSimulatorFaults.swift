@@ -17,8 +17,8 @@ public struct FCMSimulatorFaults: Sendable, Codable, Equatable {
     public var delayMilliseconds: Int = 0
     /// Share of requests that close their connection at once, unanswered (the message is not accepted).
     public var resetRate: Double = 0
-    /// Access tokens issued before this epoch second are answered 401 (as if revoked).
-    public var revokeAccessTokensIssuedBefore: Int64?
+    /// Access tokens issued before this time (epoch seconds, fractional) are answered 401 (as if revoked).
+    public var revokeAccessTokensIssuedBefore: Double?
     /// `expires_in` of the access tokens the token endpoint issues.
     public var accessTokenLifetimeSeconds: Int = 3600
 
@@ -34,7 +34,7 @@ public struct FCMSimulatorFaults: Sendable, Codable, Equatable {
         delayMilliseconds = try container.decodeIfPresent(Int.self, forKey: .delayMilliseconds) ?? 0
         resetRate = try container.decodeIfPresent(Double.self, forKey: .resetRate) ?? 0
         revokeAccessTokensIssuedBefore = try container.decodeIfPresent(
-            Int64.self, forKey: .revokeAccessTokensIssuedBefore)
+            Double.self, forKey: .revokeAccessTokensIssuedBefore)
         accessTokenLifetimeSeconds = try container.decodeIfPresent(
             Int.self, forKey: .accessTokenLifetimeSeconds) ?? 3600
     }

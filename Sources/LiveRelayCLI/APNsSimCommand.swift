@@ -82,8 +82,8 @@ enum DevKeys {
 
     /// A random secret kept in a file readable by its owner only (the dev admin token): the same across restarts.
     static func loadOrCreateSecret(at path: String) throws -> String {
-        if let kept = try? String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
-           kept.count >= 16 {
+        let kept = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines)
+        if let kept, kept.count >= 16 {
             return kept
         }
         let secret = randomHex(bytes: 24)

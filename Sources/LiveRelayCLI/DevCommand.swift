@@ -1,5 +1,4 @@
 import APNsSimulator
-import FCMSimulator
 import ArgumentParser
 import Foundation
 import Hummingbird
@@ -49,18 +48,7 @@ struct DevCommand: AsyncParsableCommand {
         // FCM: the simulator unless a service account is configured.
         let useFCMSimulator = environment["FCM_SERVICE_ACCOUNT_FILE"] == nil
             && environment["FCM_SERVICE_ACCOUNT"] == nil
-        let fcmKey = try FCMDevKeys.loadOrCreateKey(at: state + "/fcm-sim-key.pem")
-        let fcmCertificate = try SimulatorCertificate.generate()
-        let fcmCAPath = state + "/fcm-sim-ca.pem"
-        try DevKeys.write(fcmCertificate.caPEM, to: fcmCAPath)
-        let fcmSimulator = try FCMSimulator(
-            credentials: FCMSimulator.credentials(key: fcmKey, projectID: DevDemo.fcmProjectID, tokenURI: ""),
-            certificate: fcmCertificate, logger: logger)
-        let (fcmPorts, fcmPortSink) = AsyncStream.makeStream(of: Int.self)
-        let fcmApp = try fcmSimulator.application(host: "127.0.0.1", port: 0) { port in
-            fcmPortSink.yield(port)
-            fcmPortSink.finish()
-        }
+        let fcmSimulator = useFCMSimulator ? try DevFCMSimulator(state: state, logger: logger) : nil
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             if useSimulator {
@@ -68,10 +56,8 @@ struct DevCommand: AsyncParsableCommand {
             } else {
                 simPortSink.finish()
             }
-            if useFCMSimulator {
-                group.addTask { try await fcmApp.runService(gracefulShutdownSignals: [], logger: logger) }
-            } else {
-                fcmPortSink.finish()
+            if let fcmSimulator {
+                group.addTask { try await fcmSimulator.app.runService(gracefulShutdownSignals: [], logger: logger) }
             }
             var relayEnvironment = environment
             relayEnvironment["DATABASE_URL"] = databaseURL
@@ -88,21 +74,12 @@ struct DevCommand: AsyncParsableCommand {
                 relayEnvironment["APNS_PRODUCTION_URL"] = "https://127.0.0.1:\(simPort)"
                 relayEnvironment["APNS_SANDBOX_URL"] = "https://127.0.0.1:\(simPort)/sandbox"
                 relayEnvironment["APNS_CA_FILE"] = caPath
-                relayEnvironment["APNS_DEFAULT_BUNDLE_ID"] = relayEnvironment["APNS_DEFAULT_BUNDLE_ID"] ?? DevDemo.bundleID
+                relayEnvironment["APNS_DEFAULT_BUNDLE_ID"] = environment["APNS_DEFAULT_BUNDLE_ID"] ?? DevDemo.bundleID
             }
             var fcmPort: Int?
-            for await port in fcmPorts { fcmPort = port }
-            if useFCMSimulator, let fcmPort {
-                let tokenURI = "https://127.0.0.1:\(fcmPort)/token"
-                fcmSimulator.setTokenURI(tokenURI)
-                let accountPath = state + "/fcm-service-account.json"
-                try DevKeys.write(
-                    FCMSimulator.serviceAccountJSON(key: fcmKey, projectID: DevDemo.fcmProjectID, tokenURI: tokenURI),
-                    to: accountPath, permissions: 0o600)
-                relayEnvironment["FCM_SERVICE_ACCOUNT_FILE"] = accountPath
-                relayEnvironment["FCM_PROJECT_ID"] = DevDemo.fcmProjectID
-                relayEnvironment["FCM_URL"] = "https://127.0.0.1:\(fcmPort)"
-                relayEnvironment["FCM_CA_FILE"] = fcmCAPath
+            if let fcmSimulator {
+                for await port in fcmSimulator.ports { fcmPort = port }
+                if let fcmPort { relayEnvironment.merge(try fcmSimulator.relayEnvironment(port: fcmPort)) { $1 } }
             }
             let configuration: RelayConfiguration
             do { configuration = try RelayConfiguration.fromEnvironment(relayEnvironment) } catch { fail("\(error)") }
@@ -110,7 +87,7 @@ struct DevCommand: AsyncParsableCommand {
             _ = try await server.migrate()
             try await seedDemo(databaseURL: databaseURL, logger: logger)
             let shownSimPort = useSimulator ? simPort : nil
-            let shownFCMPort = useFCMSimulator ? fcmPort : nil
+            let shownFCMPort = fcmPort
             let tokenFile = environment["LIVERELAY_ADMIN_TOKEN"] == nil ? state + "/admin-token" : nil
             group.addTask {
                 try await server.run { port in
@@ -205,8 +182,8 @@ private func printWelcome(httpPort: Int, databaseURL: String, simPort: Int?, fcm
         lines.append("  APNs sim:  https://127.0.0.1:\(simPort)  (every accepted push is printed below as 'apns-sim: 200 …')")
     }
     if let fcmPort {
-        lines.append(
-            "  FCM sim:   https://127.0.0.1:\(fcmPort)  (every accepted message is printed below as 'fcm-sim: 200 …')")
+        let shown = "every accepted message is printed below as 'fcm-sim: 200 …'"
+        lines.append("  FCM sim:   https://127.0.0.1:\(fcmPort)  (\(shown))")
     }
     lines += [
         "",

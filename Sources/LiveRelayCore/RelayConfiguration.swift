@@ -105,8 +105,8 @@ public struct APNsConfiguration: Sendable {
             """)
         let keyID = try reader.required("APNS_KEY_ID", hint: "the key ID of your APNs auth key (.p8)")
         guard let (_, text) = try reader.inlineOrFile("APNS_PRIVATE_KEY") else {
-            throw ConfigurationError(
-                name: "APNS_PRIVATE_KEY", problem: "is not set (nor APNS_PRIVATE_KEY_FILE): give the .p8 key's PEM text")
+            throw ConfigurationError(name: "APNS_PRIVATE_KEY",
+                                     problem: "is not set (nor APNS_PRIVATE_KEY_FILE): give the .p8 key's PEM text")
         }
         let pem = text.replacingOccurrences(of: "\\n", with: "\n")
         guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil else {

@@ -66,7 +66,8 @@ public final class DeliveryWorker: Service, Sendable {
     private func loop() async {
         let poll = Duration.milliseconds(configuration.pollIntervalMilliseconds)
         await connector.runReconnecting(
-            role: "delivery worker", logger: logger, shouldStop: { isStopping }, onFailure: { listener.reportIdle(gateID) }
+            role: "delivery worker", logger: logger, shouldStop: { isStopping },
+            onFailure: { listener.reportIdle(gateID) }
         ) { connection in
             try await drain(on: connection, poll: poll)
         }
@@ -79,7 +80,8 @@ public final class DeliveryWorker: Service, Sendable {
         // the only effect is a resend of those pushes, the same at-least-once window as a relay crash. So this
         // session does not wait for its WAL flush (writers' commits stay durable), which keeps the relay's fsyncs
         // out of the writers' way.
-        _ = try await ConnectionScope.run(on: connection, deadline: .seconds(5), what: "configuring the worker session") {
+        let configuring = "configuring the worker session"
+        _ = try await ConnectionScope.run(on: connection, deadline: .seconds(5), what: configuring) {
             // One round trip for the three settings. plan_cache_mode: plan every statement for the queue as it is
             // now (the outbox swings between empty and 100,000 rows, and a generic plan cached while it was empty
             // made each claim scan and sort the whole backlog). idle_in_transaction_session_timeout: between batches
@@ -121,7 +123,8 @@ public final class DeliveryWorker: Service, Sendable {
     }
 
     /// Runs a batch that ends (rolled back) when the connection closes, the deadline passes or we are cancelled.
-    private func runBatchWithDeadline(on connection: PostgresConnection) async throws -> (claimed: Int, processed: Int) {
+    private func runBatchWithDeadline(on connection: PostgresConnection) async throws
+        -> (claimed: Int, processed: Int) {
         try await ConnectionScope.run(on: connection, deadline: batchDeadline, what: "running a delivery batch") {
             try await self.runBatch(on: connection)
         }
@@ -178,31 +181,32 @@ public final class DeliveryWorker: Service, Sendable {
     }
 
     /// Sends every push through its platform's transport, the transports side by side; results in the same order.
+    /// A push whose platform has no transport here is answered `rejected` with `APNsNotConfigured`/`FCMNotConfigured`.
     private func deliver(_ pushes: [DeliveryPlanner.Push]) async -> [DeliveryResult] {
         var groups: [TransportKind: [Int]] = [:]
         for (index, push) in pushes.enumerated() { groups[push.delivery.platform.transport, default: []].append(index) }
-        var results = pushes.map { push in
-            let kind = push.delivery.platform.transport
-            return DeliveryResult(outcome: .rejected, error: kind.notConfiguredReason, pushType: "")
-        }
+        var results = [DeliveryResult?](repeating: nil, count: pushes.count)
         let transports = self.transports
         let sendable = groups.compactMap { kind, indices in transports[kind].map { ($0, indices) } }
         if sendable.count == 1, let (transport, indices) = sendable.first {
             // One transport (the common case): no child task on the path of every push.
             let answers = await transport.deliver(indices.map { pushes[$0].delivery })
             for (index, answer) in zip(indices, answers) { results[index] = answer }
-            return results
-        }
-        await withTaskGroup(of: ([Int], [DeliveryResult]).self) { group in
-            for (transport, indices) in sendable {
-                let deliveries = indices.map { pushes[$0].delivery }
-                group.addTask { (indices, await transport.deliver(deliveries)) }
+        } else {
+            await withTaskGroup(of: ([Int], [DeliveryResult]).self) { group in
+                for (transport, indices) in sendable {
+                    let deliveries = indices.map { pushes[$0].delivery }
+                    group.addTask { (indices, await transport.deliver(deliveries)) }
+                }
+                for await (indices, answers) in group {
+                    for (index, answer) in zip(indices, answers) { results[index] = answer }
+                }
             }
-            for await (indices, answers) in group {
-                for (index, answer) in zip(indices, answers) { results[index] = answer }
-            }
         }
-        return results
+        return zip(pushes, results).map { push, result in
+            result ?? DeliveryResult(
+                outcome: .rejected, error: push.delivery.platform.transport.notConfiguredReason, pushType: "")
+        }
     }
 
     private func record(_ result: DeliveryResult, of push: DeliveryPlanner.Push, into outcome: inout BatchOutcome) {

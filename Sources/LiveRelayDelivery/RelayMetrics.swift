@@ -3,7 +3,8 @@ import Foundation
 import LiveRelayCore
 import Prometheus
 
-/// The relay's metrics, through swift-metrics with a Prometheus registry of its own (several relays may share a process).
+/// The relay's metrics, through swift-metrics with a Prometheus registry of its own (several relays may share a
+/// process).
 public struct RelayMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     private let factory: PrometheusMetricsFactory
@@ -12,8 +13,9 @@ public struct RelayMetrics: Sendable {
         registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = [
-            .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10), .milliseconds(25),
-            .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5), .seconds(30),
+            .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+            .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+            .seconds(1), .seconds(5), .seconds(30),
         ]
         self.factory = factory
     }

@@ -70,6 +70,15 @@ struct JSONBody: Sendable {
         }
     }
 
+    /// `platform`: `ios` when left out (the OpenCode app sends none) or `android` (an FCM registration token).
+    func platform(_ name: String = "platform") throws -> Platform {
+        guard let text = try optionalString(name, maxLength: 16) else { return .ios }
+        guard let platform = Platform(rawValue: text) else {
+            throw APIError.badRequest("\(name) must be ios or android")
+        }
+        return platform
+    }
+
     func optionalEnvironment(_ name: String) throws -> APNsEnvironment? {
         guard let text = try optionalString(name, maxLength: 32) else { return nil }
         guard let environment = APNsEnvironment(rawValue: text) else { throw APIError.badRequest("\(name) must be sandbox or production") }

@@ -51,12 +51,11 @@ struct LiveActivityRoutes: Sendable {
 
     func create(_ request: Request) async throws -> Response {
         let body = try await JSONBody.read(request)
-        let platform = try body.optionalString("platform", maxLength: 16) ?? "ios"
-        guard platform == "ios" || platform == "android" else { throw APIError.badRequest("platform must be ios or android") }
+        let platform = try body.platform()
         let token = try Self.token(body)
         // An Android app is named by its package (bundleId too); FCM needs none, so it may be left out.
         guard let bundle = try body.optionalString("bundleId", maxLength: 255) ?? defaultBundleID
-            ?? (platform == "android" ? "android" : nil) else {
+            ?? (platform == .android ? "android" : nil) else {
             throw APIError.badRequest("bundleId is required (the relay has no APNS_DEFAULT_BUNDLE_ID)")
         }
         let environment = (try body.optionalEnvironment("apnsEnv") ?? .production).rawValue
@@ -75,13 +74,13 @@ struct LiveActivityRoutes: Sendable {
             let created = try await Self.one(connection, """
                 INSERT INTO activity_registration (id, secret_hash, session_id, activity_token, bundle_id, apns_env, platform,
                     device_uuid, attributes_type, attributes, content_state, external_id, user_id)
-                VALUES (\(id), \(Self.namespace), \(session), \(token), \(bundle), \(environment), \(platform), \(device),
-                    \(activityType), \(attributes)::jsonb, \(contentState)::jsonb, \(externalID), \(userID))
+                VALUES (\(id), \(Self.namespace), \(session), \(token), \(bundle), \(environment), \(platform.rawValue),
+                    \(device), \(activityType), \(attributes)::jsonb, \(contentState)::jsonb, \(externalID), \(userID))
                 ON CONFLICT (secret_hash, session_id) DO UPDATE SET activity_token = excluded.activity_token, status = 'active',
                     content_state = coalesce(excluded.content_state, activity_registration.content_state)
                 RETURNING \(unescaped: Self.columns)
                 """, logger: database.logger)
-            if platform == "android", contentState != nil {
+            if platform == .android, contentState != nil {
                 // An Android app shows its ongoing notification when a `start` message arrives (iOS activities are
                 // started on the phone, or by push-to-start).
                 try await connection.query("""

@@ -36,7 +36,7 @@ struct RelayRoutes: Sendable {
         let bundle = try bundleID(body)
         let environment = (try body.optionalEnvironment("apnsEnv") ?? .production).rawValue
         let startToken = try body.optionalString("pushToStartToken", maxLength: 512)
-        let platform = try Self.platform(body).rawValue
+        let platform = try body.platform().rawValue
         try await database.execute("""
             INSERT INTO device_registration (secret_hash, device_token, bundle_id, apns_env, push_to_start_token,
                                              platform)
@@ -63,7 +63,7 @@ struct RelayRoutes: Sendable {
         let token = try body.string("activityToken", maxLength: 512)
         let bundle = try bundleID(body)
         let environment = (try body.optionalEnvironment("apnsEnv") ?? .production).rawValue
-        let platform = try Self.platform(body).rawValue
+        let platform = try body.platform().rawValue
         try await database.execute("""
             INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env, status,
                                                platform)
@@ -73,15 +73,6 @@ struct RelayRoutes: Sendable {
                 status = 'active', platform = excluded.platform
             """)
         return Self.ok
-    }
-
-    /// `platform`: `ios` (the default, as the OpenCode app sends no platform) or `android` (an FCM registration token).
-    static func platform(_ body: JSONBody) throws -> Platform {
-        guard let text = try body.optionalString("platform", maxLength: 16) else { return .ios }
-        guard let platform = Platform(rawValue: text) else {
-            throw APIError.badRequest("platform must be ios or android")
-        }
-        return platform
     }
 
     func unregisterActivity(_ request: Request) async throws -> Response {

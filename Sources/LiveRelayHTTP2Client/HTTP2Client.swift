@@ -136,7 +136,8 @@ public final class HTTP2Client: @unchecked Sendable {
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let tls = try NIOSSLClientHandler(context: sslContext, serverHostname: origin.isIPAddress ? nil : origin.host)
+                    let tls = try NIOSSLClientHandler(
+                        context: sslContext, serverHostname: origin.isIPAddress ? nil : origin.host)
                     try channel.pipeline.syncOperations.addHandler(tls)
                     try channel.pipeline.syncOperations.addHandler(NIOHTTP2Handler(
                         // The relay builds every header block it sends and talks only to the push services (or the
@@ -149,7 +150,8 @@ public final class HTTP2Client: @unchecked Sendable {
             .flatMap { channel in
                 do {
                     let connection = NIOLoopBound(
-                        try channel.pipeline.syncOperations.handler(type: HTTP2Connection.self), eventLoop: channel.eventLoop)
+                        try channel.pipeline.syncOperations.handler(type: HTTP2Connection.self),
+                        eventLoop: channel.eventLoop)
                     return connection.value.ready.futureResult.map { connection }
                 } catch {
                     return channel.eventLoop.makeFailedFuture(error)

@@ -33,10 +33,10 @@ public struct OutboxStore: Sendable {
         // A prepared statement: planned once per connection, not once per batch.
         let stream = try await connection.execute(ClaimStatement(limit: Int64(limit)), logger: logger)
         var claim = Claim(now: Int64(Date().timeIntervalSince1970))
-        for try await (id, kind, rowPlatform, activityID, eventType, secretHash, sessionID, deviceToken, bundleID, env, payload, priority,
-                       apnsID, requestID, enqueuedAt, attempts, dbNow, locked,
-                       snapshotID, token, snapshotBundle, snapshotEnv, status, contentState, stale, dismissal, relevance, snapshotPriority,
-                       hasMessage, message, lastTimestamp, lastPayload, platform) in stream
+        for try await (id, kind, rowPlatform, activityID, eventType, secretHash, sessionID, deviceToken, bundleID, env,
+                       payload, priority, apnsID, requestID, enqueuedAt, attempts, dbNow, locked,
+                       snapshotID, token, snapshotBundle, snapshotEnv, status, contentState, stale, dismissal,
+                       relevance, snapshotPriority, hasMessage, message, lastTimestamp, lastPayload, platform) in stream
         {
             claim.now = dbNow
             claim.rows.append(OutboxRow(
@@ -84,8 +84,7 @@ public struct OutboxStore: Sendable {
                 \(retries.map { Int64($0.delaySeconds * 1000) })::int8[], \(retries.map(\.error))::text[],
                 \(sent.map(\.activityID))::uuid[], \(sent.map(\.timestamp))::int8[], \(sent.map(\.stateHash))::text[])
             """, logger: logger)
-        let deadTokens = outcome.deadActivityTokens.count + outcome.deadDeviceTokens.count + outcome.deadStartTokens.count
-        if deadTokens > 0 {
+        if outcome.learntDeadTokens {
             try await connection.query("""
                 SELECT liverelay_retire_tokens(\(outcome.deadActivityTokens.map(\.activityID))::uuid[],
                     \(outcome.deadActivityTokens.map(\.token))::text[], \(outcome.deadDeviceTokens)::text[],
@@ -103,10 +102,10 @@ public struct OutboxStore: Sendable {
 
 /// The claim query (see `OutboxStore.claim`).
 struct ClaimStatement: PostgresPreparedStatement {
-    typealias Row = (Int64, String, String, UUID?, String, String?, String?, String?, String?, String?, String?, Int32?, UUID, UUID?,
-                     Double, Int32, Int64, Bool,
-                     UUID?, String?, String?, String?, String?, String?, Int64?, Int64?, Double?, Int32?, Bool, String?, Int64?,
-                     String?, String?)
+    typealias Row = (Int64, String, String, UUID?, String, String?, String?, String?, String?, String?, String?,
+                     Int32?, UUID, UUID?, Double, Int32, Int64, Bool,
+                     UUID?, String?, String?, String?, String?, String?, Int64?, Int64?, Double?, Int32?, Bool, String?,
+                     Int64?, String?, String?)
     static let name = "liverelay_claim_v4"
     static let sql = "SELECT * FROM liverelay_claim_batch($1::int4)"
     var limit: Int64
@@ -161,6 +160,11 @@ public struct BatchOutcome: Sendable {
     public var deadDeviceTokens: [String] = []
     public var deadStartTokens: [String] = []
     public var environmentChanges: [EnvironmentChange] = []
+
+    /// True when the batch found any token dead.
+    public var learntDeadTokens: Bool {
+        !deadActivityTokens.isEmpty || !deadDeviceTokens.isEmpty || !deadStartTokens.isEmpty
+    }
 
     public init() {}
 }

@@ -116,7 +116,7 @@ struct CrashRecoveryTests {
         }
     }
 
-    @Test("a claim that got an activity's lock late reads the state committed while it waited, not its statement's snapshot")
+    @Test("a claim that got an activity's lock late reads the state committed while it waited, not an older one")
     func claimReadsStateAfterTakingLocks() async throws {
         // The race behind it: relay B's claim statement starts (its snapshot), relay A sends a newer state and
         // releases the activity's lock, then B's statement takes the lock. B must build from A's state, not older.

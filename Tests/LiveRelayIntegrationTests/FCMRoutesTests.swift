@@ -61,28 +61,23 @@ struct FCMRoutesTests {
 
     @Test("a relay with only FCM delivers Android and settles iOS deliveries as APNsNotConfigured, never retried")
     func fcmOnly() async throws {
-        try await Harness.with { h in
-            try await h.withFCM { fcm in
-                var environment = fcm.environment
-                for name in ["APNS_TEAM_ID", "APNS_KEY_ID", "APNS_PRIVATE_KEY"] { environment[name] = "" }
-                try await h.withRelayPort(environment: environment) { port in
-                    try await h.registerAndroidActivity(session: "droid", token: randomFCMToken())
-                    try await h.registerActivity(session: "phone")
-                    try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 1}'")
-                    try await fcm.waitForMessages { $0.count == 1 }
-                    try await h.waitUntil("""
-                        SELECT count(*) = 1 FROM delivery_log
-                        WHERE session_id = 'phone' AND status = 'failed' AND error = 'APNsNotConfigured'
-                          AND transport IS NULL AND push_type IS NULL
-                        """)
-                    #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self) == [0])
-                    #expect(h.simulator.pushes().isEmpty)
-                    let metrics = try await RelayHTTP(port: port).request(.GET, "/metrics")
-                    #expect(metrics.text.contains(#"liverelay_credentials_minted{transport="fcm"} 1"#))
-                    #expect(metrics.text.contains(#"liverelay_commit_to_delivery_seconds_bucket{transport="fcm""#))
-                    #expect(!metrics.text.contains("liverelay_provider_tokens_minted"))
-                }
-            }
+        let noAPNs = ["APNS_TEAM_ID": "", "APNS_KEY_ID": "", "APNS_PRIVATE_KEY": ""]
+        try await Harness.withFCMRelay(environment: noAPNs) { h, fcm, port in
+            try await h.registerAndroidActivity(session: "droid", token: randomFCMToken())
+            try await h.registerActivity(session: "phone")
+            try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 1}'")
+            try await fcm.waitForMessages { $0.count == 1 }
+            try await h.waitUntil("""
+                SELECT count(*) = 1 FROM delivery_log
+                WHERE session_id = 'phone' AND status = 'failed' AND error = 'APNsNotConfigured'
+                  AND transport IS NULL AND push_type IS NULL
+                """)
+            #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self) == [0])
+            #expect(h.simulator.pushes().isEmpty)
+            let metrics = try await RelayHTTP(port: port).request(.GET, "/metrics")
+            #expect(metrics.text.contains(#"liverelay_credentials_minted{transport="fcm"} 1"#))
+            #expect(metrics.text.contains(#"liverelay_commit_to_delivery_seconds_bucket{transport="fcm""#))
+            #expect(!metrics.text.contains("liverelay_provider_tokens_minted"))
         }
     }
 
@@ -142,7 +137,7 @@ struct FCMRoutesTests {
     @Test("FCM refusing even a fresh access token: the message waits with backoff instead of being dropped")
     func credentialsRefused() async throws {
         var faults = FCMSimulatorFaults()
-        faults.revokeAccessTokensIssuedBefore = Int64(Date().timeIntervalSince1970) + 3600
+        faults.revokeAccessTokensIssuedBefore = Date().timeIntervalSince1970 + 3600
         let configured = faults
         try await Harness.withFCMRelay(faults: configured) { h, fcm, _ in
             try await h.registerAndroidActivity(session: "revoked", token: randomFCMToken())
