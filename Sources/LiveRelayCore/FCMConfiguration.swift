@@ -33,12 +33,7 @@ public struct FCMConfiguration: Sendable {
         }
         var configuration = FCMConfiguration(projectID: projectID, serviceAccount: account)
         configuration.url = try reader.httpsURL("FCM_URL", default: configuration.url)
-        if let caFile = reader.optional("FCM_CA_FILE") {
-            guard FileManager.default.isReadableFile(atPath: caFile) else {
-                throw ConfigurationError(name: "FCM_CA_FILE", problem: "cannot be read (\(caFile))")
-            }
-            configuration.caFile = caFile
-        }
+        configuration.caFile = try reader.readableFile("FCM_CA_FILE")
         return configuration
     }
 }

@@ -115,12 +115,7 @@ public struct APNsConfiguration: Sendable {
         var configuration = APNsConfiguration(teamID: teamID, keyID: keyID, privateKeyPEM: pem, defaultBundleID: reader.optional("APNS_DEFAULT_BUNDLE_ID"))
         configuration.productionURL = try reader.httpsURL("APNS_PRODUCTION_URL", default: configuration.productionURL)
         configuration.sandboxURL = try reader.httpsURL("APNS_SANDBOX_URL", default: configuration.sandboxURL)
-        if let caFile = reader.optional("APNS_CA_FILE") {
-            guard FileManager.default.isReadableFile(atPath: caFile) else {
-                throw ConfigurationError(name: "APNS_CA_FILE", problem: "cannot be read (\(caFile))")
-            }
-            configuration.caFile = caFile
-        }
+        configuration.caFile = try reader.readableFile("APNS_CA_FILE")
         return configuration
     }
 
@@ -172,6 +167,15 @@ struct EnvironmentReader {
             throw ConfigurationError(name: name + "_FILE", problem: "cannot be read (\(path))")
         }
         return (name + "_FILE", text)
+    }
+
+    /// The path `name` gives, checked to be readable (extra trust roots), or nil when unset.
+    func readableFile(_ name: String) throws -> String? {
+        guard let path = optional(name) else { return nil }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw ConfigurationError(name: name, problem: "cannot be read (\(path))")
+        }
+        return path
     }
 
     func integer(_ name: String, default defaultValue: Int, range: ClosedRange<Int>) throws -> Int {
