@@ -22,6 +22,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/modelcontextprotocol/swift-sdk", from: "0.12.1"),
     ],
     targets: [
         // Domain types and pure logic: payloads, size checks, retry policy, configuration. No I/O.
@@ -107,6 +108,26 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The operations on the relay's data (devices, messages, activities, deliveries, views) in domain types and
+        // typed errors: used by the HTTP routes, the MCP tools and the tests.
+        .target(
+            name: "LiveRelayStore",
+            dependencies: [
+                "LiveRelayCore", "LiveRelayPostgres",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // MCP tools over the store, served over Streamable HTTP (by LiveRelayHTTP's route) and stdio. Its own target:
+        // the SDK's `Server`, `Request`, `Value`, `Tool` would clash with Hummingbird's and Foundation's names.
+        .target(
+            name: "LiveRelayMCP",
+            dependencies: [
+                "LiveRelayCore", "LiveRelayStore",
+                .product(name: "MCP", package: "swift-sdk"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The delivery engine: workers that claim the outbox, send through a transport and record outcomes.
         .target(
             name: "LiveRelayDelivery",
@@ -134,7 +155,8 @@ let package = Package(
         .target(
             name: "LiveRelayHTTP",
             dependencies: [
-                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayStream", "LiveRelayDelivery",
+                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayStream", "LiveRelayDelivery", "LiveRelayStore",
+                "LiveRelayMCP",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -181,7 +203,8 @@ let package = Package(
         .executableTarget(
             name: "LiveRelayCLI",
             dependencies: [
-                "LiveRelayServer", "LiveRelayDevSupport", "APNsSimulator", "FCMSimulator",
+                "LiveRelayServer", "LiveRelayDevSupport", "APNsSimulator", "FCMSimulator", "LiveRelayMCP",
+                "LiveRelayStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -202,7 +225,8 @@ let package = Package(
             name: "LiveRelayIntegrationTests",
             dependencies: [
                 "LiveRelayServer", "LiveRelayDelivery", "LiveRelayStream", "LiveRelayDevSupport", "APNsSimulator",
-                "FCMSimulator", "LiveRelayHTTPServer",
+                "FCMSimulator", "LiveRelayHTTPServer", "LiveRelayStore", "LiveRelayMCP",
+                .product(name: "MCP", package: "swift-sdk"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]

@@ -96,6 +96,15 @@ LANGUAGE sql VOLATILE AS $$
                     log_provider_reason, log_attempt, log_latency_ms, log_request_id, log_transport)
              AS l(secret_hash, event_type, session_id, status, error, outbox_id, activity_id, push_type, apns_env,
                   token_suffix, apns_id, status_code, reason, attempt, latency_ms, request_id, transport)
+    ), announced AS (
+        -- One summary per batch on the admin channel, so a dashboard sees outcomes as they are recorded.
+        INSERT INTO broadcast_log (channels, event, data)
+        SELECT ARRAY['admin'], 'deliveries', jsonb_build_object(
+                   'sent', count(*) FILTER (WHERE s = 'sent'), 'failed', count(*) FILTER (WHERE s = 'failed'),
+                   'retrying', count(*) FILTER (WHERE s = 'retrying'),
+                   'coalesced', count(*) FILTER (WHERE s = 'coalesced'))
+        FROM unnest(log_status) AS s
+        HAVING count(*) > 0
     ), removed AS (
         DELETE FROM delivery_outbox WHERE id = ANY(finished_ids)
     ), rescheduled AS (

@@ -1,5 +1,5 @@
 /// The platform of a device or activity row (`platform` column), which picks the transport that delivers to it.
-public enum Platform: String, Sendable, Hashable, CaseIterable {
+public enum Platform: String, Sendable, Hashable, CaseIterable, Codable {
     case ios, android
 
     /// The push service that reaches this platform.
@@ -12,7 +12,7 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
 }
 
 /// A push service the delivery engine sends through (`transport` in `delivery_log` and in metrics).
-public enum TransportKind: String, Sendable, Hashable, CaseIterable {
+public enum TransportKind: String, Sendable, Hashable, CaseIterable, Codable {
     case apns, fcm
 
     /// The reason a delivery is settled with when this transport is not configured.
@@ -25,11 +25,11 @@ public enum TransportKind: String, Sendable, Hashable, CaseIterable {
 }
 
 /// `activity_registration.status`.
-public enum ActivityStatus: String, Sendable, Hashable {
+public enum ActivityStatus: String, Sendable, Hashable, CaseIterable, Codable {
     case active, ended, invalidated
 }
 
 /// `delivery_log.status`: what became of one outbox row.
-public enum DeliveryStatus: String, Sendable, Hashable {
+public enum DeliveryStatus: String, Sendable, Hashable, CaseIterable, Codable {
     case sent, failed, coalesced, retrying
 }

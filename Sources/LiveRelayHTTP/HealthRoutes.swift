@@ -1,14 +1,16 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import LiveRelayStream
 import LiveRelayCore
+import LiveRelayStore
 import LiveRelayPostgres
 import Logging
 import NIOCore
 
 /// What `/ready` checks: the database answers, migrations are applied, the wake-up listener is connected.
 public struct HealthCheck: Sendable {
-    let database: RouteDatabase
+    let store: RelayStore
     let migrator: Migrator
     let listener: WakeupListener
     let hub: BroadcastHub
@@ -16,7 +18,7 @@ public struct HealthCheck: Sendable {
 
     /// The checks by name, each true or false.
     func readiness() async -> [String: Bool] {
-        var quick = database
+        var quick = store
         quick.deadline = .seconds(2)
         let migrator = self.migrator, logger = self.logger
         let migrated = try? await quick.withConnection { connection in
@@ -29,7 +31,7 @@ public struct HealthCheck: Sendable {
     /// does not answer within a second. A table is counted exactly while it is small and estimated from the planner's
     /// statistics beyond 100,000 rows, so a health probe never scans a large table.
     func counts() async -> (devices: Int64, deliveries: Int64)? {
-        var quick = database
+        var quick = store
         quick.deadline = .seconds(1)
         return try? await quick.withConnection { connection in
             var counts: (Int64, Int64) = (0, 0)
@@ -70,10 +72,19 @@ struct HealthRoutes: Sendable {
     }
 }
 
-/// A JSON response from members.
+/// A JSON response from members. A 401 says which scheme to use (RFC 6750).
 func jsonResponse(_ status: HTTPResponse.Status, _ members: [String: JSONValue]) -> Response {
-    Response(
-        status: status,
-        headers: [.contentType: "application/json"],
+    var headers: HTTPFields = [.contentType: "application/json"]
+    if status == .unauthorized { headers[.wwwAuthenticate] = #"Bearer realm="liverelay""# }
+    return Response(
+        status: status, headers: headers,
         body: .init(byteBuffer: ByteBuffer(bytes: JSONValue.object(members).compactBytes)))
+}
+
+/// A response whose body is an `Encodable` value as JSON.
+func encodedResponse(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Response {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.withoutEscapingSlashes]
+    return Response(status: status, headers: [.contentType: "application/json"],
+                    body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
 }

@@ -3,19 +3,20 @@ import Hummingbird
 import LiveRelayDelivery
 import LiveRelayStream
 import LiveRelayCore
+import LiveRelayStore
 import NIOCore
 
 /// `GET /metrics`: Prometheus text. Queue depth, SSE subscribers and credentials minted are read at scrape time.
 struct MetricsRoutes: Sendable {
     let metrics: RelayMetrics
-    let database: RouteDatabase
+    let store: RelayStore
     let hub: BroadcastHub
     /// How many provider tokens (APNs) or access tokens (FCM) each configured transport has minted.
     let credentialsMinted: @Sendable () -> [TransportKind: Int]
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("metrics") { _, _ in
-            let depth = (try? await database.rows("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self).first) ?? nil
+            let depth = (try? await store.values("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self).first) ?? nil
             metrics.setGauges(
                 queueDepth: Int(depth ?? -1), subscribers: hub.subscriberCount, credentialsMinted: credentialsMinted())
             return Response(

@@ -1,7 +1,9 @@
 import Foundation
 import Hummingbird
 import LiveRelayCore
+import LiveRelayStore
 import LiveRelayDelivery
+import LiveRelayMCP
 import LiveRelayPostgres
 import LiveRelayStream
 import Logging
@@ -20,11 +22,14 @@ public struct RelayAPI: Sendable {
     public var defaultBundleID: String?
     /// `openapi.json` from the project folder (beside `migrations/`).
     public var openAPIDocument: Data?
+    /// The dashboard's files (`dashboard/` in the project folder).
+    public var dashboard: DashboardFiles
     public var logger: Logger
 
     public init(migrator: Migrator, listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient,
                 metrics: RelayMetrics, credentialsMinted: @escaping @Sendable () -> [TransportKind: Int],
-                auth: Authenticator, defaultBundleID: String?, openAPIDocument: Data?, logger: Logger) {
+                auth: Authenticator, defaultBundleID: String?, openAPIDocument: Data?,
+                dashboard: DashboardFiles, logger: Logger) {
         self.migrator = migrator
         self.listener = listener
         self.hub = hub
@@ -34,24 +39,30 @@ public struct RelayAPI: Sendable {
         self.auth = auth
         self.defaultBundleID = defaultBundleID
         self.openAPIDocument = openAPIDocument
+        self.dashboard = dashboard
         self.logger = logger
     }
 
     public func makeRouter() -> Router<BasicRequestContext> {
-        let database = RouteDatabase(client: pool, logger: logger)
-        let health = HealthCheck(database: database, migrator: migrator, listener: listener, hub: hub, logger: logger)
+        let store = RelayStore(client: pool, logger: logger)
+        let health = HealthCheck(store: store, migrator: migrator, listener: listener, hub: hub, logger: logger)
         let router = Router()
         let table = RouteTable()
         router.add(middleware: JSONErrorMiddleware(routes: table))
         HealthRoutes(health: health).register(on: router)
-        RelayRoutes(database: database, defaultBundleID: defaultBundleID).register(on: router)
-        StreamRoutes(hub: hub, auth: auth, database: database).register(on: router)
-        AdminRoutes(auth: auth, database: database).register(on: router)
-        ViewRoutes(auth: auth, database: database).register(on: router)
-        LiveActivityRoutes(auth: auth, database: database, defaultBundleID: defaultBundleID).register(on: router)
-        MetricsRoutes(metrics: metrics, database: database, hub: hub, credentialsMinted: credentialsMinted)
+        RelayRoutes(store: store, defaultBundleID: defaultBundleID).register(on: router)
+        StreamRoutes(hub: hub, auth: auth, store: store).register(on: router)
+        let adminRoutes = AdminRoutes(auth: auth, store: store)
+        adminRoutes.register(on: router)
+        MetricsRoutes(metrics: metrics, store: store, hub: hub, credentialsMinted: credentialsMinted)
             .register(on: router)
-        DocumentRoutes(openAPI: openAPIDocument).register(on: router)
+        DocumentRoutes(openAPI: openAPIDocument, dashboard: dashboard).register(on: router)
+        // Everything below needs the admin token, checked once for the group.
+        let admin = router.group().add(middleware: AdminOnly<BasicRequestContext>(auth: auth))
+        adminRoutes.register(admin: admin)
+        ViewRoutes(store: store).register(on: admin)
+        LiveActivityRoutes(store: store, defaultBundleID: defaultBundleID).register(on: admin)
+        MCPRoutes(tools: RelayTools(store: store, logger: logger), logger: logger).register(on: admin)
         table.set(router.routes.map { ($0.path.description, $0.method.rawValue) })
         return router
     }

@@ -1,13 +1,14 @@
 import Foundation
 import Hummingbird
 import LiveRelayCore
+import LiveRelayStore
 import Logging
 import PostgresNIO
 
 /// The OpenCode relay API, byte-compatible with the original relay: device and activity registration, and events.
 /// Every route writes through the database; the triggers and workers deliver.
 struct RelayRoutes: Sendable {
-    let database: RouteDatabase
+    let store: RelayStore
     let defaultBundleID: String?
     /// How long `/v1/event` waits for APNs outcomes before answering with what it has.
     var outcomeWait: Duration = .seconds(5)
@@ -22,49 +23,35 @@ struct RelayRoutes: Sendable {
 
     private static let ok = jsonResponse(.ok, ["ok": .bool(true)])
 
-    private func bundleID(_ body: JSONBody) throws -> String {
-        guard let bundle = try body.optionalString("bundleId", maxLength: 255) ?? defaultBundleID else {
+    private func bundleID(_ given: String?) throws -> String {
+        guard let bundle = given ?? defaultBundleID else {
             throw APIError.badRequest("bundleId is required (the relay has no APNS_DEFAULT_BUNDLE_ID)")
         }
         return bundle
     }
 
     func registerDevice(_ request: Request) async throws -> Response {
-        let body = try await JSONBody.read(request)
-        let hash = secretHash(try body.string("secret"))
-        let token = try body.string("deviceToken", maxLength: 512)
-        let bundle = try bundleID(body)
-        let environment = (try body.optionalEnvironment("apnsEnv") ?? .production).rawValue
-        let startToken = try body.optionalString("pushToStartToken", maxLength: 512)
-        let platform = try body.platform().rawValue
-        try await database.execute("""
-            INSERT INTO device_registration (secret_hash, device_token, bundle_id, apns_env, push_to_start_token,
-                                             platform)
-            VALUES (\(hash), \(token), \(bundle), \(environment), \(startToken), \(platform))
-            ON CONFLICT (secret_hash, device_token) DO UPDATE
-            SET bundle_id = excluded.bundle_id, apns_env = excluded.apns_env, platform = excluded.platform,
-                push_to_start_token = coalesce(excluded.push_to_start_token, device_registration.push_to_start_token)
-            """)
+        let body = try await request.decode(as: DeviceRegistrationBody.self)
+        try await store.registerDevice(DeviceRegistration(
+            secretHash: secretHash(body.secret), token: body.deviceToken, bundleID: try bundleID(body.bundleID),
+            environment: body.environment, platform: body.platform, pushToStartToken: body.pushToStartToken,
+            deviceName: body.deviceName, deviceUUID: body.deviceUUID))
         return Self.ok
     }
 
     func unregisterDevice(_ request: Request) async throws -> Response {
-        let body = try await JSONBody.read(request)
-        let hash = secretHash(try body.string("secret"))
-        let token = try body.string("deviceToken", maxLength: 512)
-        try await database.execute("DELETE FROM device_registration WHERE secret_hash = \(hash) AND device_token = \(token)")
+        let body = try await request.decode(as: DeviceUnregistrationBody.self)
+        let hash = secretHash(body.secret), token = body.deviceToken
+        try await store.execute("DELETE FROM device_registration WHERE secret_hash = \(hash) AND device_token = \(token)")
         return Self.ok
     }
 
     func registerActivity(_ request: Request) async throws -> Response {
-        let body = try await JSONBody.read(request)
-        let hash = secretHash(try body.string("secret"))
-        let session = try body.string("sessionID", maxLength: 255)
-        let token = try body.string("activityToken", maxLength: 512)
-        let bundle = try bundleID(body)
-        let environment = (try body.optionalEnvironment("apnsEnv") ?? .production).rawValue
-        let platform = try body.platform().rawValue
-        try await database.execute("""
+        let body = try await request.decode(as: ActivityRegistrationBody.self)
+        let hash = secretHash(body.secret), session = body.sessionID, token = body.activityToken
+        let bundle = try bundleID(body.bundleID)
+        let environment = body.environment.rawValue, platform = body.platform.rawValue
+        try await store.execute("""
             INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env, status,
                                                platform)
             VALUES (\(hash), \(session), \(token), \(bundle), \(environment), 'active', \(platform))
@@ -76,28 +63,23 @@ struct RelayRoutes: Sendable {
     }
 
     func unregisterActivity(_ request: Request) async throws -> Response {
-        let body = try await JSONBody.read(request)
-        let hash = secretHash(try body.string("secret"))
-        let session = try body.string("sessionID", maxLength: 255)
-        try await database.execute("DELETE FROM activity_registration WHERE secret_hash = \(hash) AND session_id = \(session)")
+        let body = try await request.decode(as: ActivityUnregistrationBody.self)
+        let hash = secretHash(body.secret), session = body.sessionID
+        try await store.execute(
+            "DELETE FROM activity_registration WHERE secret_hash = \(hash) AND session_id = \(session)")
         return Self.ok
     }
 
     /// `complete`/`permission`/`error`: alert pushes to the secret's devices (`complete`/`error` also end the session's
     /// activity). `progress`/`start`: update the session's activity, or push-to-start when none is registered.
     func event(_ request: Request) async throws -> Response {
-        let body = try await JSONBody.read(request)
-        let hash = secretHash(try body.string("secret"))
-        let eventType = try body.string("eventType", maxLength: 32)
-        let session = try body.string("sessionID", maxLength: 255)
-        let title = try body.optionalNonEmptyString("title", maxLength: 1024)
-        let text = try body.optionalNonEmptyString("body", maxLength: 2048)
-        let serverID = try body.optionalString("serverID", maxLength: 255)
-        let contentState = try body.optionalObject("contentState")
+        let event = try await request.decode(as: EventBody.self)
+        let hash = secretHash(event.secret), eventType = event.kind.rawValue, session = event.sessionID
+        let title = event.title, text = event.body, serverID = event.serverID, contentState = event.contentState
         let requestID = UUID()
         let queued: Int64
-        switch eventType {
-        case "complete", "permission", "error":
+        switch event.kind {
+        case .complete, .permission, .error:
             let defaults = Self.alertDefaults[eventType]!
             var data: [String: JSONValue] = ["eventType": .string(eventType), "sessionID": .string(session)]
             if let serverID { data["serverID"] = .string(serverID) }
@@ -109,8 +91,8 @@ struct RelayRoutes: Sendable {
                 title: title ?? defaults.title, body: text ?? defaults.body, data: androidData)
             let androidText = String(decoding: androidPayload.compactBytes, as: UTF8.self)
             let contentText = contentState.map { String(decoding: $0.compactBytes, as: UTF8.self) }
-            queued = try await database.withTransaction { connection in
-                try await connection.query("SELECT set_config('liverelay.request_id', \(requestID.uuidString), true)", logger: database.logger)
+            queued = try await store.withTransaction { connection in
+                try await connection.query("SELECT set_config('liverelay.request_id', \(requestID.uuidString), true)", logger: store.logger)
                 try await connection.query("""
                     INSERT INTO delivery_outbox (kind, event_type, secret_hash, session_id, device_token, bundle_id, apns_env,
                                                  payload, priority, request_id, platform)
@@ -118,18 +100,18 @@ struct RelayRoutes: Sendable {
                            CASE WHEN platform = 'android' THEN \(androidText)::jsonb ELSE \(payloadText)::jsonb END, 10,
                            \(requestID), platform
                     FROM device_registration WHERE secret_hash = \(hash)
-                    """, logger: database.logger)
+                    """, logger: store.logger)
                 if eventType != "permission" {
                     try await connection.query("""
                         UPDATE activity_registration
                         SET status = 'ended', content_state = coalesce(\(contentText)::jsonb, content_state)
                         WHERE secret_hash = \(hash) AND session_id = \(session) AND status = 'active'
-                        """, logger: database.logger)
+                        """, logger: store.logger)
                 }
-                try await connection.query("SELECT liverelay_wake()", logger: database.logger)
-                return try await Self.count(requestID, on: connection, logger: database.logger)
+                try await connection.query("SELECT liverelay_wake()", logger: store.logger)
+                return try await Self.count(requestID, on: connection, logger: store.logger)
             }
-        case "progress", "start":
+        case .progress, .start:
             let contentText = contentState.map { String(decoding: $0.compactBytes, as: UTF8.self) }
             let startState = contentState ?? .object([
                 "status": .string("working"), "sessionTitle": .string(title ?? "OpenCode session"),
@@ -145,13 +127,13 @@ struct RelayRoutes: Sendable {
                 throw APIError.badRequest("contentState makes the push \(startBytes.count) bytes; APNs accepts at most 4096")
             }
             let startText = String(decoding: startBytes, as: UTF8.self)
-            queued = try await database.withTransaction { connection in
-                try await connection.query("SELECT set_config('liverelay.request_id', \(requestID.uuidString), true)", logger: database.logger)
+            queued = try await store.withTransaction { connection in
+                try await connection.query("SELECT set_config('liverelay.request_id', \(requestID.uuidString), true)", logger: store.logger)
                 var updated = 0
                 for try await _ in try await connection.query("""
                     UPDATE activity_registration SET content_state = coalesce(\(contentText)::jsonb, content_state)
                     WHERE secret_hash = \(hash) AND session_id = \(session) AND status = 'active' RETURNING id
-                    """, logger: database.logger) { updated += 1 }
+                    """, logger: store.logger) { updated += 1 }
                 if updated == 0 {
                     try await connection.query("""
                         INSERT INTO delivery_outbox (kind, event_type, secret_hash, session_id, device_token, bundle_id, apns_env,
@@ -160,13 +142,11 @@ struct RelayRoutes: Sendable {
                                10, \(requestID)
                         FROM device_registration
                         WHERE secret_hash = \(hash) AND push_to_start_token IS NOT NULL AND platform = 'ios'
-                        """, logger: database.logger)
-                    try await connection.query("SELECT liverelay_wake()", logger: database.logger)
+                        """, logger: store.logger)
+                    try await connection.query("SELECT liverelay_wake()", logger: store.logger)
                 }
-                return try await Self.count(requestID, on: connection, logger: database.logger)
+                return try await Self.count(requestID, on: connection, logger: store.logger)
             }
-        default:
-            throw APIError.badRequest("eventType must be one of complete, permission, error, progress, start")
         }
         let (sent, failed) = try await waitForOutcomes(requestID, expected: queued)
         return jsonResponse(.ok, [
@@ -196,12 +176,12 @@ struct RelayRoutes: Sendable {
         let deadline = ContinuousClock.now + outcomeWait
         var outcome: (sent: Int64, failed: Int64) = (0, 0)
         while true {
-            outcome = try await database.withConnection { connection in
+            outcome = try await store.withConnection { connection in
                 var counts: (Int64, Int64) = (0, 0)
                 for try await row in try await connection.query("""
                     SELECT count(*) FILTER (WHERE status IN ('sent', 'coalesced'))::int8, count(*) FILTER (WHERE status = 'failed')::int8
                     FROM delivery_log WHERE request_id = \(requestID)
-                    """, logger: database.logger).decode((Int64, Int64).self) {
+                    """, logger: store.logger).decode((Int64, Int64).self) {
                     counts = row
                 }
                 return counts

@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import LiveRelayStream
 import LiveRelayCore
+import LiveRelayStore
 import NIOCore
 import ServiceLifecycle
 
@@ -11,7 +12,7 @@ import ServiceLifecycle
 struct StreamRoutes: Sendable {
     let hub: BroadcastHub
     let auth: Authenticator
-    let database: RouteDatabase
+    let store: RelayStore
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("v1/stream") { request, _ in try await stream(request) }
@@ -69,11 +70,14 @@ struct StreamRoutes: Sendable {
         ByteBuffer(string: "id: \(event.sequence)\nevent: \(event.name)\ndata: \(event.data)\n\n")
     }
 
-    /// Admin: any channel. A device token: its own `device:` channel. A pairing secret: `session:` channels of its sessions.
+    /// Admin: any channel, `admin` (delivery summaries) and `*` (every channel). A device token: its own `device:`
+    /// channel. A pairing secret: `session:` channels of its sessions.
     private func authorize(_ caller: Caller, channels: [String]) async throws {
         var sessions: [String] = []
         for channel in channels {
-            if channel.hasPrefix("device:"), let uuid = UUID(uuidString: String(channel.dropFirst(7))) {
+            if channel == BroadcastHub.everyChannel || channel == "admin" {
+                guard caller.isAdmin else { throw APIError.forbidden("only the admin may read \(channel)") }
+            } else if channel.hasPrefix("device:"), let uuid = UUID(uuidString: String(channel.dropFirst(7))) {
                 guard caller.isAdmin || caller.deviceUUID == uuid else { throw APIError.forbidden("not allowed to read \(channel)") }
             } else if channel.hasPrefix("session:"), channel.count > 8, channel.count <= 263 {
                 if !caller.isAdmin { sessions.append(String(channel.dropFirst(8))) }
@@ -83,7 +87,7 @@ struct StreamRoutes: Sendable {
         }
         guard !sessions.isEmpty else { return }
         guard let hash = caller.secretHash else { throw APIError.forbidden("reading session channels needs the pairing secret (X-Relay-Secret)") }
-        let known = try await database.rows(
+        let known = try await store.values(
             "SELECT session_id FROM activity_registration WHERE secret_hash = \(hash) AND session_id = ANY(\(sessions)::text[])",
             as: String.self)
         guard Set(known).isSuperset(of: sessions) else { throw APIError.forbidden("not allowed to read a session that is not registered under this secret") }

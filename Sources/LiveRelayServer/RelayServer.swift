@@ -24,11 +24,16 @@ public struct RelayServer: Sendable {
         self.logger = logger
         self.migrator = migrator
         self.connector = try DatabaseConnector(url: configuration.databaseURL)
-        self.openAPIDocument = migrator.directory.flatMap { try? Data(contentsOf: $0.appendingPathComponent("openapi.json")) }
+        self.openAPIDocument = migrator.directory.flatMap {
+            try? Data(contentsOf: $0.appendingPathComponent("openapi.json"))
+        }
+        self.dashboard = DashboardFiles(folder: migrator.directory?.appendingPathComponent("dashboard"))
     }
 
     /// `openapi.json` from the project folder (beside `migrations/`).
     let openAPIDocument: Data?
+    /// The dashboard's files from the project folder.
+    let dashboard: DashboardFiles
 
     /// Applies migrations (idempotent; serialised across relays by an advisory lock).
     public func migrate() async throws -> Migrator.Report {
@@ -43,7 +48,7 @@ public struct RelayServer: Sendable {
         RelayAPI(
             migrator: migrator, listener: listener, hub: hub, pool: pool, metrics: metrics,
             credentialsMinted: credentialsMinted, auth: auth, defaultBundleID: configuration.defaultBundleID,
-            openAPIDocument: openAPIDocument, logger: logger)
+            openAPIDocument: openAPIDocument, dashboard: dashboard, logger: logger)
     }
 
     /// "METHOD /path" of every route, with `{parameter}` as OpenAPI writes it (for the document's completeness test).

@@ -199,6 +199,7 @@ public final class BroadcastHub: Service, Sendable {
                 expected = row.sequence + 1
                 var readers = Set<UUID>()
                 for channel in row.channels { readers.formUnion(state.byChannel[channel] ?? []) }
+                readers.formUnion(state.byChannel[Self.everyChannel] ?? [])
                 for id in readers {
                     if let subscriber = state.subscribers[id] { deliveries.append((subscriber.continuation, id, row)) }
                 }
@@ -226,14 +227,19 @@ public final class BroadcastHub: Service, Sendable {
             "DELETE FROM broadcast_log WHERE created_at < now() - make_interval(secs => \(Double(seconds)))", logger: logger)
     }
 
+    /// The channel name that follows every channel (the dashboard's, for the admin).
+    public static let everyChannel = "*"
+
     /// Events after `sequence` up to `through`, on any of `channels`, from the log (for `Last-Event-ID`).
     public func history(after sequence: Int64, through: Int64, channels: [String]) async throws -> [BroadcastEvent] {
         guard through > sequence else { return [] }
+        let everything = channels.contains(Self.everyChannel)
         return try await connector.withConnection(logger: logger) { connection in
             var events: [BroadcastEvent] = []
             for try await (seq, rowChannels, event, data) in try await connection.query("""
                 SELECT seq, channels, event, data::text FROM broadcast_log
-                WHERE seq > \(sequence) AND seq <= \(through) AND channels && \(channels)::text[] ORDER BY seq
+                WHERE seq > \(sequence) AND seq <= \(through) AND (\(everything) OR channels && \(channels)::text[])
+                ORDER BY seq
                 """, logger: logger).decode((Int64, [String], String, String).self) {
                 events.append(BroadcastEvent(sequence: seq, channels: rowChannels, name: event, data: data))
             }

@@ -1,0 +1,102 @@
+import Foundation
+import LiveRelayCore
+
+// The OpenCode relay API's request bodies, exactly as the original relay reads them.
+
+/// `POST /v1/device/register`. `deviceName` and `deviceUUID` name the device for people and agents.
+struct DeviceRegistrationBody: Decodable {
+    var secret: String
+    var deviceToken: String
+    var bundleID: String?
+    var environment: APNsEnvironment
+    var pushToStartToken: String?
+    var platform: Platform
+    var deviceName: String?
+    var deviceUUID: UUID?
+
+    init(from decoder: any Decoder) throws {
+        let fields = try BodyFields(decoder)
+        secret = try fields.string("secret")
+        deviceToken = try fields.string("deviceToken", maxLength: 512)
+        bundleID = try fields.optionalString("bundleId", maxLength: 255)
+        environment = try fields.optionalChoice("apnsEnv", as: APNsEnvironment.self) ?? .production
+        pushToStartToken = try fields.optionalString("pushToStartToken", maxLength: 512)
+        platform = try fields.optionalChoice("platform", as: Platform.self) ?? .ios
+        deviceName = try fields.optionalString("deviceName", maxLength: 255)
+        deviceUUID = try fields.optionalUUID("deviceUUID")
+    }
+}
+
+/// `POST /v1/device/unregister`.
+struct DeviceUnregistrationBody: Decodable {
+    var secret: String
+    var deviceToken: String
+
+    init(from decoder: any Decoder) throws {
+        let fields = try BodyFields(decoder)
+        secret = try fields.string("secret")
+        deviceToken = try fields.string("deviceToken", maxLength: 512)
+    }
+}
+
+/// `POST /v1/activity/register`.
+struct ActivityRegistrationBody: Decodable {
+    var secret: String
+    var sessionID: String
+    var activityToken: String
+    var bundleID: String?
+    var environment: APNsEnvironment
+    var platform: Platform
+
+    init(from decoder: any Decoder) throws {
+        let fields = try BodyFields(decoder)
+        secret = try fields.string("secret")
+        sessionID = try fields.string("sessionID", maxLength: 255)
+        activityToken = try fields.string("activityToken", maxLength: 512)
+        bundleID = try fields.optionalString("bundleId", maxLength: 255)
+        environment = try fields.optionalChoice("apnsEnv", as: APNsEnvironment.self) ?? .production
+        platform = try fields.optionalChoice("platform", as: Platform.self) ?? .ios
+    }
+}
+
+/// `POST /v1/activity/unregister`.
+struct ActivityUnregistrationBody: Decodable {
+    var secret: String
+    var sessionID: String
+
+    init(from decoder: any Decoder) throws {
+        let fields = try BodyFields(decoder)
+        secret = try fields.string("secret")
+        sessionID = try fields.string("sessionID", maxLength: 255)
+    }
+}
+
+/// `POST /v1/event`: an alert (`complete`, `permission`, `error`) or a Live Activity event (`progress`, `start`).
+struct EventBody: Decodable {
+    enum Kind: String, CaseIterable {
+        case complete, permission, error, progress, start
+    }
+
+    var secret: String
+    var kind: Kind
+    var sessionID: String
+    var title: String?
+    var body: String?
+    var serverID: String?
+    var contentState: JSONValue?
+
+    init(from decoder: any Decoder) throws {
+        let fields = try BodyFields(decoder)
+        secret = try fields.string("secret")
+        let name = try fields.string("eventType", maxLength: 32)
+        guard let kind = Kind(rawValue: name) else {
+            throw APIError.badRequest("eventType must be one of complete, permission, error, progress, start")
+        }
+        self.kind = kind
+        sessionID = try fields.string("sessionID", maxLength: 255)
+        title = try fields.optionalNonEmptyString("title", maxLength: 1024)
+        body = try fields.optionalNonEmptyString("body", maxLength: 2048)
+        serverID = try fields.optionalString("serverID", maxLength: 255)
+        contentState = try fields.optionalObject("contentState")
+    }
+}

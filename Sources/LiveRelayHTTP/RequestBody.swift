@@ -1,0 +1,159 @@
+import Foundation
+import Hummingbird
+import LiveRelayCore
+import NIOCore
+
+extension Request {
+    /// The JSON body decoded into `Body`. Every problem is a 400 that names the field; a body over
+    /// `RequestLimits.maximumBodyBytes` is a 413.
+    func decode<Body: Decodable>(as type: Body.Type) async throws -> Body {
+        let buffer = try await body.collect(upTo: RequestLimits.maximumBodyBytes)
+        do {
+            return try JSONDecoder().decode(Body.self, from: Data(buffer: buffer))
+        } catch let error as DecodingError {
+            throw APIError.badRequest(BodyFields.sentence(for: error))
+        }
+    }
+}
+
+/// Typed, checked access to the members of a JSON object while a body type decodes itself: an optional string that
+/// is empty counts as not given, strings are bounded and free of NUL, choices name their allowed values.
+struct BodyFields {
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ name: String) { stringValue = name }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    let container: KeyedDecodingContainer<Key>
+
+    init(_ decoder: any Decoder) throws {
+        guard let container = try? decoder.container(keyedBy: Key.self) else {
+            throw APIError.badRequest("the body must be a JSON object")
+        }
+        self.container = container
+    }
+
+    func has(_ name: String) -> Bool { container.contains(Key(name)) }
+
+    /// The member as any JSON value; nil when missing or null.
+    func value(_ name: String) throws -> JSONValue? {
+        let value = try container.decodeIfPresent(JSONValue.self, forKey: Key(name))
+        return value == .null ? nil : value
+    }
+
+    func optionalString(_ name: String, maxLength: Int = 4096) throws -> String? {
+        switch try value(name) {
+        case nil: return nil
+        case .string(let text)?:
+            guard !text.isEmpty else { return nil }
+            guard !text.utf8.contains(0) else { throw APIError.badRequest("\(name) must not contain NUL characters") }
+            guard text.utf8.count <= maxLength else {
+                throw APIError.badRequest("\(name) is longer than \(maxLength) bytes")
+            }
+            return text
+        default: throw APIError.badRequest("\(name) must be a string")
+        }
+    }
+
+    func string(_ name: String, maxLength: Int = 4096) throws -> String {
+        if case .string("")? = try value(name) { throw APIError.badRequest("\(name) must not be empty") }
+        guard let text = try optionalString(name, maxLength: maxLength) else {
+            throw APIError.badRequest("\(name) is required")
+        }
+        return text
+    }
+
+    /// A string that must be given when present (an alert's `title`: an empty one shows a blank notification).
+    func optionalNonEmptyString(_ name: String, maxLength: Int = 4096) throws -> String? {
+        if case .string("")? = try value(name) {
+            throw APIError.badRequest("\(name) must not be empty (leave it out for the default)")
+        }
+        return try optionalString(name, maxLength: maxLength)
+    }
+
+    /// A required string a client may send under either of two names: both only with the same value.
+    func string(_ name: String, or alias: String, maxLength: Int = 4096) throws -> String {
+        switch (try optionalString(name, maxLength: maxLength), try optionalString(alias, maxLength: maxLength)) {
+        case (let value?, nil), (nil, let value?): return value
+        case (let value?, let other?) where value == other: return value
+        case (_?, _?): throw APIError.badRequest("\(name) and \(alias) differ: give one of them")
+        case (nil, nil): throw APIError.badRequest("\(name) (or \(alias)) is required")
+        }
+    }
+
+    func optionalObject(_ name: String) throws -> JSONValue? {
+        switch try value(name) {
+        case nil: return nil
+        case .object?: return try value(name)
+        default: throw APIError.badRequest("\(name) must be a JSON object")
+        }
+    }
+
+    func optionalUUID(_ name: String) throws -> UUID? {
+        guard let text = try optionalString(name, maxLength: 64) else { return nil }
+        guard let uuid = UUID(uuidString: text) else { throw APIError.badRequest("\(name) must be a UUID") }
+        return uuid
+    }
+
+    /// One of an enum's raw values.
+    func optionalChoice<Choice: RawRepresentable & CaseIterable>(_ name: String, as type: Choice.Type) throws
+        -> Choice? where Choice.RawValue == String {
+        guard let text = try optionalString(name, maxLength: 64) else { return nil }
+        guard let choice = Choice(rawValue: text) else {
+            let allowed = Choice.allCases.map(\.rawValue).joined(separator: " or ")
+            throw APIError.badRequest("\(name) must be \(allowed)")
+        }
+        return choice
+    }
+
+    /// Epoch seconds (number or numeric string) or ISO 8601, between 1970 and 9999.
+    func optionalDate(_ name: String) throws -> Date? {
+        guard let value = try value(name) else { return nil }
+        return try Self.date(value, name)
+    }
+
+    static func date(_ value: JSONValue, _ name: String) throws -> Date {
+        let seconds: Double?
+        switch value {
+        case .integer(let integer): seconds = Double(integer)
+        case .number(let number): seconds = number
+        case .string(let text): seconds = Double(text) ?? ISO8601DateFormatter().date(from: text)?.timeIntervalSince1970
+        default: seconds = nil
+        }
+        guard let seconds, seconds.isFinite, (0...253_402_300_799).contains(seconds) else {
+            throw APIError.badRequest("\(name) must be epoch seconds or an ISO 8601 date between 1970 and 9999")
+        }
+        return Date(timeIntervalSince1970: seconds)
+    }
+
+    /// A decoding error as a sentence naming the field.
+    static func sentence(for error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context, _ last: (any CodingKey)? = nil) -> String {
+            (context.codingPath + (last.map { [$0] } ?? [])).map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+                .joined(separator: ".")
+        }
+        switch error {
+        case .keyNotFound(let key, let context): return "\(path(context, key)) is required"
+        case .valueNotFound(_, let context): return "\(path(context)) is required"
+        case .typeMismatch(let type, let context) where context.codingPath.isEmpty:
+            return type == [Any].self ? "the body must be a JSON array" : "the body must be a JSON object"
+        case .typeMismatch(let type, let context): return "\(path(context)) must be \(describe(type))"
+        case .dataCorrupted(let context) where context.codingPath.isEmpty: return "the body must be JSON"
+        case .dataCorrupted(let context): return "\(path(context)): \(context.debugDescription)"
+        @unknown default: return "the body could not be read"
+        }
+    }
+
+    private static func describe(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: "a string"
+        case is Int.Type, is Int64.Type, is Int32.Type: "a whole number"
+        case is Double.Type: "a number"
+        case is Bool.Type: "true or false"
+        default: "of another type"
+        }
+    }
+}

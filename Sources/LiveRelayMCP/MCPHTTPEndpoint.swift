@@ -1,0 +1,41 @@
+import Foundation
+import Logging
+import MCP
+
+/// MCP over Streamable HTTP (JSON responses, no sessions), in plain types so that the HTTP server's route can call
+/// it without importing the SDK (whose `Server`, `Request` and `Response` clash with Hummingbird's).
+///
+/// Each POST gets a fresh server and transport: a stateless SDK server answers only one `initialize`, and keeps
+/// replies by JSON-RPC id, which two clients may share. A tool call is short, so the cost is a few allocations.
+public struct MCPHTTPEndpoint: Sendable {
+    public struct Reply: Sendable {
+        public var status: Int
+        public var headers: [String: String]
+        public var body: Data?
+    }
+
+    let tools: RelayTools
+
+    public init(tools: RelayTools) {
+        self.tools = tools
+    }
+
+    /// Answers one HTTP request to `/mcp`. The caller has checked the admin token already, so the SDK's Host/Origin
+    /// check (which refuses any non-localhost Host) is left out: a browser on another site cannot send that token.
+    public func respond(method: String, headers: [String: String], body: Data?) async -> Reply {
+        let transport = StatelessHTTPServerTransport(
+            validationPipeline: StandardValidationPipeline(validators: [
+                AcceptHeaderValidator(mode: .jsonOnly), ContentTypeValidator(), ProtocolVersionValidator(),
+            ]))
+        let server = await tools.makeServer()
+        do {
+            try await server.start(transport: transport)
+        } catch {
+            tools.logger.error("MCP server did not start", metadata: ["error": "\(error)"])
+            return Reply(status: 500, headers: [:], body: nil)
+        }
+        let answer = await transport.handleRequest(HTTPRequest(method: method, headers: headers, body: body, path: "/mcp"))
+        await server.stop()
+        return Reply(status: answer.statusCode, headers: answer.headers, body: answer.bodyData)
+    }
+}

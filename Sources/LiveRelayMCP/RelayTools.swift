@@ -1,0 +1,129 @@
+import Foundation
+import LiveRelayCore
+import LiveRelayStore
+import Logging
+import MCP
+
+/// The names of the tools (DESIGN.md "MCP").
+enum ToolName: String, CaseIterable {
+    case setMessage = "set_live_activity_message"
+    case getMessage = "get_live_activity_message"
+    case listDevices = "list_devices"
+    case listActivities = "list_live_activities"
+    case updateActivity = "update_live_activity"
+    case endActivity = "end_live_activity"
+    case recentDeliveries = "recent_deliveries"
+}
+
+/// The relay's MCP tools over the store. Every tool writes through the database like any other writer (the
+/// triggers deliver); a refusal is a tool result with `isError: true` and a sentence, and nothing is written.
+public struct RelayTools: Sendable {
+    public let store: RelayStore
+    public let logger: Logger
+
+    public init(store: RelayStore, logger: Logger) {
+        self.store = store
+        self.logger = logger
+    }
+
+    /// An MCP server with the tools registered (not started).
+    public func makeServer() async -> Server {
+        let server = Server(
+            name: "liverelay", version: "1.0.0", title: "LiveRelay",
+            instructions: "Realtime Live Activity messages and updates for iOS and Android devices.",
+            capabilities: .init(tools: .init(listChanged: false)))
+        await server.withMethodHandler(ListTools.self) { _ in ListTools.Result(tools: Self.definitions) }
+        await server.withMethodHandler(CallTool.self) { parameters in
+            await call(parameters.name, arguments: parameters.arguments)
+        }
+        return server
+    }
+
+    /// Runs one tool: its answer, or its refusal as `isError`.
+    public func call(_ name: String, arguments: [String: Value]?) async -> CallTool.Result {
+        guard let tool = ToolName(rawValue: name) else {
+            let known = ToolName.allCases.map(\.rawValue).joined(separator: ", ")
+            return .init(content: [.text(text: "There is no tool \(name). The tools are: \(known).")], isError: true)
+        }
+        do {
+            return try await run(tool, arguments)
+        } catch let error as StoreError {
+            return .init(content: [.text(text: error.message)], isError: true)
+        } catch {
+            logger.error("tool failed", metadata: ["tool": "\(name)", "error": "\(type(of: error))"])
+            return .init(content: [.text(text: "The tool \(name) failed inside the relay; nothing was changed.")],
+                         isError: true)
+        }
+    }
+
+    private func run(_ tool: ToolName, _ values: [String: Value]?) async throws -> CallTool.Result {
+        let deviceArguments: Set<String> = ["device_uuid", "deviceName", "device_name"]
+        switch tool {
+        case .setMessage:
+            let arguments = try ToolArguments(values, allowed: deviceArguments.union(["message"]))
+            guard let message = try arguments.string("message") else {
+                throw StoreError.invalidArgument("message is required: the text to show, or \"\" to clear it")
+            }
+            let selector = try arguments.device()
+            let stored = try await store.setMessage(message, for: selector, by: "mcp")
+            let summary = message.isEmpty
+                ? "Cleared the message of device \(stored.device_uuid)."
+                : "Set the message of device \(stored.device_uuid) to \"\(message)\"; its Live Activities show it now."
+            return try Self.result(summary, stored)
+        case .getMessage:
+            let arguments = try ToolArguments(values, allowed: deviceArguments)
+            let (device, stored) = try await store.message(for: try arguments.device())
+            let uuid = device.uuidString.lowercased()
+            guard let stored, !stored.message.isEmpty else {
+                return .init(content: [.text(text: "Device \(uuid) has no message.")],
+                             structuredContent: .object(["device_uuid": .string(uuid), "message": .null]))
+            }
+            return try Self.result("Device \(uuid) shows \"\(stored.message)\".", stored)
+        case .listDevices:
+            let arguments = try ToolArguments(values, allowed: ["limit"])
+            let devices = try await store.devices(limit: try arguments.integer("limit", default: 50, range: 1...500))
+            return try Self.result("\(devices.count) device(s).", ["devices": devices])
+        case .listActivities:
+            let arguments = try ToolArguments(values, allowed: ["status", "device_uuid", "limit"])
+            var device: UUID?
+            if let text = try arguments.string("device_uuid") {
+                guard let uuid = UUID(uuidString: text) else {
+                    throw StoreError.invalidArgument("device_uuid must be a UUID")
+                }
+                device = uuid
+            }
+            let activities = try await store.activities(LiveActivityFilter(
+                status: try arguments.choice("status", as: ActivityStatus.self), deviceUUID: device,
+                limit: try arguments.integer("limit", default: 50, range: 1...500)))
+            return try Self.result("\(activities.count) live activit(ies).", ["activities": activities])
+        case .updateActivity:
+            let arguments = try ToolArguments(values, allowed: ["session_id", "id", "content_state", "alert"])
+            guard let state = try arguments.object("content_state") else {
+                throw StoreError.invalidArgument("content_state is required: a JSON object, like {\"progress\": 0.5}")
+            }
+            let updated = try await store.updateActivity(
+                try arguments.activity(), LiveActivityUpdate(contentState: state, alert: try arguments.object("alert")))
+            return try Self.result("Updated live activity \(updated.sessionId); the push is on its way.", updated)
+        case .endActivity:
+            let arguments = try ToolArguments(values, allowed: ["session_id", "id", "dismissal_date"])
+            let ended = try await store.endActivity(
+                try arguments.activity(), dismissalDate: try arguments.date("dismissal_date"))
+            return try Self.result("Ended live activity \(ended.sessionId).", ended)
+        case .recentDeliveries:
+            let arguments = try ToolArguments(values, allowed: ["session_id", "status", "limit"])
+            let deliveries = try await store.deliveries(DeliveryFilter(
+                sessionID: try arguments.string("session_id"),
+                status: try arguments.choice("status", as: DeliveryStatus.self),
+                limit: try arguments.integer("limit", default: 50, range: 1...500)))
+            return try Self.result("\(deliveries.count) deliver(ies), newest first.", ["deliveries": deliveries])
+        }
+    }
+
+    /// A summary sentence and the value as JSON text, with the value as structured content too.
+    static func result(_ summary: String, _ value: some Codable) throws -> CallTool.Result {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let json = String(decoding: try encoder.encode(value), as: UTF8.self)
+        return try .init(content: [.text(text: summary), .text(text: json)], structuredContent: value)
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import LiveRelayCore
+
+/// A device's push token under a pairing secret (`POST /v1/device/register`), with the optional name and uuid
+/// people and agents know it by.
+public struct DeviceRegistration: Sendable {
+    public var secretHash: String
+    public var token: String
+    public var bundleID: String
+    public var environment: APNsEnvironment
+    public var platform: Platform
+    public var pushToStartToken: String?
+    public var deviceName: String?
+    public var deviceUUID: UUID?
+
+    public init(secretHash: String, token: String, bundleID: String, environment: APNsEnvironment, platform: Platform,
+                pushToStartToken: String? = nil, deviceName: String? = nil, deviceUUID: UUID? = nil) {
+        self.secretHash = secretHash
+        self.token = token
+        self.bundleID = bundleID
+        self.environment = environment
+        self.platform = platform
+        self.pushToStartToken = pushToStartToken
+        self.deviceName = deviceName
+        self.deviceUUID = deviceUUID
+    }
+}
+
+extension RelayStore {
+    /// Registers the token, or updates its row: a name, uuid or push-to-start token left out keeps the stored one.
+    public func registerDevice(_ device: DeviceRegistration) async throws {
+        let environment = device.environment.rawValue, platform = device.platform.rawValue
+        try await execute("""
+            INSERT INTO device_registration (secret_hash, device_token, bundle_id, apns_env, push_to_start_token,
+                                             platform, device_name, device_uuid)
+            VALUES (\(device.secretHash), \(device.token), \(device.bundleID), \(environment),
+                    \(device.pushToStartToken), \(platform), \(device.deviceName), \(device.deviceUUID))
+            ON CONFLICT (secret_hash, device_token) DO UPDATE
+            SET bundle_id = excluded.bundle_id, apns_env = excluded.apns_env, platform = excluded.platform,
+                push_to_start_token = coalesce(excluded.push_to_start_token, device_registration.push_to_start_token),
+                device_name = coalesce(excluded.device_name, device_registration.device_name),
+                device_uuid = coalesce(excluded.device_uuid, device_registration.device_uuid)
+            """)
+    }
+}

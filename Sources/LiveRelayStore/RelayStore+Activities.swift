@@ -1,0 +1,180 @@
+import Foundation
+import LiveRelayCore
+import Logging
+import PostgresNIO
+
+extension RelayStore {
+    /// Activities created through the API live under this pairing-secret namespace.
+    public static let apiNamespace = secretHash("liverelay-api")
+
+    /// One activity as JSON, with its last delivery and the pushes of the last hour (`a` is `activity_registration`).
+    static let activityJSON = """
+        json_build_object('id', a.id, 'sessionId', a.session_id, 'platform', a.platform, 'status', a.status,
+            'activityType', a.attributes_type, 'attributes', a.attributes, 'contentState', a.content_state,
+            'externalId', a.external_id, 'userId', a.user_id, 'deviceUUID', a.device_uuid, 'bundleId', a.bundle_id,
+            'apnsEnv', a.apns_env, 'tokenSuffix', right(a.activity_token, 8), 'staleDate', a.stale_date,
+            'dismissalDate', a.dismissal_date, 'priority', a.priority, 'createdAt', a.created_at,
+            'updatedAt', a.updated_at,
+            'lastDelivery', (SELECT json_build_object('status', l.status, 'eventType', l.event_type, 'at', l.created_at,
+                                 'latencyMs', l.latency_ms, 'reason', coalesce(l.provider_reason, l.error))
+                             FROM delivery_log l WHERE l.activity_id = a.id ORDER BY l.id DESC LIMIT 1),
+            'pushesLastHour', (SELECT count(*) FROM delivery_log l WHERE l.activity_id = a.id AND l.status = 'sent'
+                                   AND l.created_at > now() - interval '1 hour'))::text
+        """
+
+    /// Registers (or re-registers, by external id) an activity; an Android one with a content-state gets a `start`.
+    public func createActivity(_ new: NewLiveActivity) async throws -> LiveActivity {
+        let id = UUID()
+        let session = new.externalID ?? "la_\(id.uuidString.lowercased())"
+        let attributes = new.attributes.map(\.compactText), state = new.contentState.map(\.compactText)
+        let platform = new.platform.rawValue, environment = new.environment.rawValue
+        let text = try await withTransaction { connection in
+            let created = try await Self.values("""
+                WITH a AS (
+                    INSERT INTO activity_registration (id, secret_hash, session_id, activity_token, bundle_id, apns_env,
+                        platform, device_uuid, attributes_type, attributes, content_state, external_id, user_id)
+                    VALUES (\(id), \(Self.apiNamespace), \(session), \(new.token), \(new.bundleID), \(environment),
+                        \(platform), \(new.deviceUUID), \(new.activityType), \(attributes)::jsonb, \(state)::jsonb,
+                        \(new.externalID), \(new.userID))
+                    ON CONFLICT (secret_hash, session_id) DO UPDATE SET activity_token = excluded.activity_token,
+                        status = 'active', content_state = coalesce(excluded.content_state,
+                                                                    activity_registration.content_state)
+                    RETURNING *)
+                SELECT \(unescaped: Self.activityJSON) FROM a
+                """, as: String.self, on: connection, logger: logger).first
+            if new.platform == .android, state != nil {
+                // An Android app shows its ongoing notification when a `start` message arrives (iOS activities are
+                // started on the phone, or by push-to-start).
+                try await connection.query("""
+                    INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id, platform)
+                    SELECT 'activity', id, 'start', secret_hash, session_id, 'android'
+                    FROM activity_registration WHERE secret_hash = \(Self.apiNamespace) AND session_id = \(session)
+                    """, logger: logger)
+                try await connection.query("SELECT liverelay_wake()", logger: logger)
+            }
+            return created
+        }
+        guard let text else { throw StoreError.notFound("the new live activity was not found after writing it") }
+        return try Self.decode(LiveActivity.self, from: text)
+    }
+
+    public func activities(_ filter: LiveActivityFilter) async throws -> [LiveActivity] {
+        try Self.check(limit: filter.limit)
+        guard filter.offset >= 0 else { throw StoreError.invalidArgument("offset must be a whole number ≥ 0") }
+        let status = filter.status?.rawValue, platform = filter.platform?.rawValue
+        return try await records("""
+            SELECT \(unescaped: Self.activityJSON) FROM activity_registration a
+            WHERE (\(status)::text IS NULL OR a.status = \(status))
+              AND (\(platform)::text IS NULL OR a.platform = \(platform))
+              AND (\(filter.externalID)::text IS NULL OR a.external_id = \(filter.externalID))
+              AND (\(filter.userID)::text IS NULL OR a.user_id = \(filter.userID))
+              AND (\(filter.deviceUUID)::uuid IS NULL OR a.device_uuid = \(filter.deviceUUID))
+            ORDER BY a.created_at DESC, a.id LIMIT \(filter.limit) OFFSET \(filter.offset)
+            """, as: LiveActivity.self)
+    }
+
+    public func activity(_ selector: ActivitySelector) async throws -> LiveActivity {
+        let id = try await activityID(selector, activeOnly: false)
+        guard let found = try await records("SELECT \(unescaped: Self.activityJSON) FROM activity_registration a WHERE a.id = \(id)",
+                                            as: LiveActivity.self).first else {
+            throw StoreError.notFound("no \(selector)")
+        }
+        return found
+    }
+
+    /// Sets the content-state of an active activity (an `update` push; the alert, when given, shows with it).
+    public func updateActivity(_ selector: ActivitySelector, _ update: LiveActivityUpdate) async throws -> LiveActivity {
+        guard case .object = update.contentState else {
+            throw StoreError.invalidArgument("content_state must be a JSON object, like {\"progress\": 0.5}")
+        }
+        let id = try await activityID(selector, activeOnly: true)
+        let state = update.contentState.compactText, alert = update.alert?.compactText ?? ""
+        return try await writeOne(selector) { connection in
+            try await connection.query("SELECT set_config('liverelay.alert', \(alert), true)", logger: logger)
+            return """
+                UPDATE activity_registration SET content_state = \(state)::jsonb,
+                    stale_date = coalesce(\(update.staleDate), stale_date), priority = coalesce(\(update.priority), priority),
+                    relevance_score = coalesce(\(update.relevanceScore), relevance_score)
+                WHERE id = \(id) AND status = 'active' RETURNING *
+                """
+        }
+    }
+
+    /// Ends an active activity: an `end` push, with the dismissal date when given.
+    public func endActivity(_ selector: ActivitySelector, dismissalDate: Date? = nil) async throws -> LiveActivity {
+        let id = try await activityID(selector, activeOnly: true)
+        return try await writeOne(selector) { _ in
+            """
+            UPDATE activity_registration SET status = 'ended', dismissal_date = coalesce(\(dismissalDate), dismissal_date)
+            WHERE id = \(id) AND status = 'active' RETURNING *
+            """
+        }
+    }
+
+    /// ActivityKit rotated the activity's push token: the next push goes to the new one (an invalidated row revives).
+    public func rotateToken(_ id: UUID, to token: String) async throws -> LiveActivity {
+        try await writeOne(.id(id)) { _ in
+            """
+            UPDATE activity_registration SET activity_token = \(token),
+                status = CASE WHEN status = 'invalidated' THEN 'active' ELSE status END
+            WHERE id = \(id) RETURNING *
+            """
+        }
+    }
+
+    /// The row id a selector names. A session id may be registered under several pairing secrets: then it is
+    /// ambiguous unless only one of those rows is active and `activeOnly` is asked.
+    func activityID(_ selector: ActivitySelector, activeOnly: Bool) async throws -> UUID {
+        let rows: [(UUID, String)]
+        switch selector {
+        case .id(let id):
+            rows = try await withConnection { [logger] connection in
+                var found: [(UUID, String)] = []
+                for try await row in try await connection.query(
+                    "SELECT id, status FROM activity_registration WHERE id = \(id)", logger: logger
+                ).decode((UUID, String).self) { found.append(row) }
+                return found
+            }
+        case .sessionID(let session):
+            rows = try await withConnection { [logger] connection in
+                var found: [(UUID, String)] = []
+                for try await row in try await connection.query("""
+                    SELECT id, status FROM activity_registration WHERE session_id = \(session)
+                    ORDER BY updated_at DESC LIMIT 20
+                    """, logger: logger).decode((UUID, String).self) { found.append(row) }
+                return found
+            }
+        }
+        let candidates = activeOnly ? rows.filter { $0.1 == ActivityStatus.active.rawValue } : rows
+        guard let first = candidates.first else {
+            if activeOnly, let status = rows.first?.1 {
+                throw StoreError.notFound("the \(selector) is \(status), not active")
+            }
+            throw StoreError.notFound("no \(selector) (list_live_activities shows them)")
+        }
+        guard candidates.count == 1 else {
+            let ids = candidates.map { $0.0.uuidString.lowercased() }.joined(separator: ", ")
+            throw StoreError.ambiguous("\(candidates.count) live activities have that session_id: \(ids); give id")
+        }
+        return first.0
+    }
+
+    /// Runs the statement `prepare` returns (it may set transaction settings first) and answers the row it wrote.
+    private func writeOne(
+        _ selector: ActivitySelector,
+        _ prepare: @escaping @Sendable (PostgresConnection) async throws -> PostgresQuery
+    ) async throws -> LiveActivity {
+        let text = try await withTransaction { [logger] connection in
+            var query = try await prepare(connection)
+            query.sql = "WITH a AS (\(query.sql)) SELECT \(Self.activityJSON) FROM a"
+            return try await Self.values(query, as: String.self, on: connection, logger: logger).first
+        }
+        guard let text else { throw StoreError.notFound("no active \(selector)") }
+        return try Self.decode(LiveActivity.self, from: text)
+    }
+}
+
+extension JSONValue {
+    /// The value as compact JSON text.
+    var compactText: String { String(decoding: compactBytes, as: UTF8.self) }
+}

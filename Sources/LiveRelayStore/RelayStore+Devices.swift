@@ -1,0 +1,61 @@
+import Foundation
+import LiveRelayCore
+import PostgresNIO
+
+extension RelayStore {
+    /// The one `device_uuid` a selector names. A name on rows of more than one device is ambiguous.
+    public func deviceUUID(_ selector: DeviceSelector) async throws -> UUID {
+        switch selector {
+        case .uuid(let uuid):
+            let known = try await values("""
+                SELECT EXISTS (SELECT 1 FROM device_registration WHERE device_uuid = \(uuid))
+                    OR EXISTS (SELECT 1 FROM activity_registration WHERE device_uuid = \(uuid))
+                    OR EXISTS (SELECT 1 FROM device_live_activity_message WHERE device_uuid = \(uuid))
+                """, as: Bool.self).first ?? false
+            guard known else {
+                throw StoreError.notFound("no device \(uuid.uuidString.lowercased()) is registered (list_devices shows them)")
+            }
+            return uuid
+        case .name(let name):
+            let matches = try await values("""
+                SELECT DISTINCT device_uuid FROM device_registration
+                WHERE lower(device_name) = lower(\(name)) AND device_uuid IS NOT NULL ORDER BY device_uuid LIMIT 20
+                """, as: UUID.self)
+            switch matches.count {
+            case 0: throw StoreError.notFound("no device is named \"\(name)\" (list_devices shows the names)")
+            case 1: return matches[0]
+            default:
+                let uuids = matches.map { $0.uuidString.lowercased() }.joined(separator: ", ")
+                throw StoreError.ambiguous(
+                    "\(matches.count) devices are named \"\(name)\": \(uuids); give device_uuid instead")
+            }
+        }
+    }
+
+    /// Devices with a uuid, most recently registered first.
+    public func devices(limit: Int = 100) async throws -> [Device] {
+        try Self.check(limit: limit)
+        return try await records("""
+            SELECT json_build_object('device_uuid', d.device_uuid, 'device_name', d.device_name,
+                'platform', d.platform, 'token_suffixes', d.suffixes, 'has_push_to_start', d.has_push_to_start,
+                'message', m.message, 'message_updated_at', m.updated_at,
+                'active_activities', (SELECT count(*) FROM activity_registration a
+                                      WHERE a.device_uuid = d.device_uuid AND a.status = 'active'),
+                'updated_at', d.updated_at)::text
+            FROM (SELECT device_uuid, (array_agg(device_name ORDER BY updated_at DESC)
+                                          FILTER (WHERE device_name IS NOT NULL))[1] AS device_name,
+                         (array_agg(platform ORDER BY updated_at DESC))[1] AS platform,
+                         array_agg(right(device_token, 8) ORDER BY updated_at DESC) AS suffixes,
+                         bool_or(push_to_start_token IS NOT NULL) AS has_push_to_start, max(updated_at) AS updated_at
+                  FROM device_registration WHERE device_uuid IS NOT NULL GROUP BY device_uuid) d
+            LEFT JOIN device_live_activity_message m ON m.device_uuid = d.device_uuid
+            ORDER BY d.updated_at DESC, d.device_uuid LIMIT \(limit)
+            """, as: Device.self)
+    }
+
+    static func check(limit: Int, range: ClosedRange<Int> = 1...1000) throws {
+        guard range.contains(limit) else {
+            throw StoreError.invalidArgument("limit must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import LiveRelayCore
+import PostgresNIO
+
+/// One message to write: the device, the text (`""` clears it) and who wrote it.
+public struct DeviceMessageWrite: Sendable, Equatable {
+    public var device: UUID
+    public var message: String
+    public var updatedBy: String
+
+    public init(device: UUID, message: String, updatedBy: String) {
+        self.device = device
+        self.message = message
+        self.updatedBy = updatedBy
+    }
+}
+
+extension RelayStore {
+    /// The longest message accepted (the trigger also refuses one that would make a push too large).
+    public static let maximumMessageBytes = 4096
+
+    /// Upserts (`merge`) or inserts the messages in one statement: the triggers push them to every active activity of
+    /// each device. A message too large for a push is refused by the database and nothing is written.
+    public func setMessages(_ writes: [DeviceMessageWrite], merge: Bool = true) async throws {
+        guard !writes.isEmpty, writes.count <= 1000 else {
+            throw StoreError.invalidArgument("write 1 to 1000 messages at a time")
+        }
+        for write in writes where write.message.utf8.count > Self.maximumMessageBytes {
+            throw StoreError.invalidArgument("message is longer than \(Self.maximumMessageBytes) bytes")
+        }
+        let devices = writes.map(\.device), messages = writes.map(\.message), authors = writes.map(\.updatedBy)
+        if merge {
+            try await execute("""
+                INSERT INTO device_live_activity_message (device_uuid, message, updated_by)
+                SELECT * FROM unnest(\(devices)::uuid[], \(messages)::text[], \(authors)::text[])
+                ON CONFLICT (device_uuid) DO UPDATE SET message = excluded.message, updated_by = excluded.updated_by
+                """)
+        } else {
+            try await execute("""
+                INSERT INTO device_live_activity_message (device_uuid, message, updated_by)
+                SELECT * FROM unnest(\(devices)::uuid[], \(messages)::text[], \(authors)::text[])
+                """)
+        }
+    }
+
+    /// Sets the message of the device a selector names, and returns it as stored.
+    @discardableResult
+    public func setMessage(_ message: String, for selector: DeviceSelector, by author: String) async throws
+        -> DeviceMessage {
+        let device = try await deviceUUID(selector)
+        try await setMessages([DeviceMessageWrite(device: device, message: message, updatedBy: author)])
+        guard let stored = try await messages(device: device).first else {
+            throw StoreError.notFound("the message of \(selector) was not found after writing it")
+        }
+        return stored
+    }
+
+    /// The message of the device a selector names; nil when it has none.
+    public func message(for selector: DeviceSelector) async throws -> (device: UUID, message: DeviceMessage?) {
+        let device = try await deviceUUID(selector)
+        return (device, try await messages(device: device).first)
+    }
+
+    /// The messages of one device, or of all (at most 1000).
+    public func messages(device: UUID?) async throws -> [DeviceMessage] {
+        try await records("""
+            SELECT json_build_object('device_uuid', device_uuid, 'message', message, 'updated_at', updated_at,
+                                     'updated_by', updated_by)::text
+            FROM device_live_activity_message WHERE \(device)::uuid IS NULL OR device_uuid = \(device)
+            ORDER BY device_uuid LIMIT 1000
+            """, as: DeviceMessage.self)
+    }
+}

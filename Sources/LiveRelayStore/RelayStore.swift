@@ -1,0 +1,90 @@
+import Foundation
+import LiveRelayCore
+import LiveRelayPostgres
+import Logging
+import PostgresNIO
+
+/// Every operation a person, an app or an agent performs on the relay's data, in domain types and typed errors:
+/// the HTTP routes, the MCP tools and the tests all go through it. Writes go to the tables like any SQL writer's,
+/// so the triggers deliver them; reads come from the tables and views.
+public struct RelayStore: Sendable {
+    public let client: PostgresClient
+    public let logger: Logger
+    /// How long one operation may wait for the database (`PostgresClient` waits forever for an unreachable server).
+    public var deadline: Duration
+
+    public init(client: PostgresClient, logger: Logger, deadline: Duration = .seconds(10)) {
+        self.client = client
+        self.logger = logger
+        self.deadline = deadline
+    }
+
+    /// Runs `body` on a pooled connection within the deadline; the database's refusals become `StoreError`.
+    public func withConnection<Result: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        do {
+            return try await withDeadline(deadline, what: "waiting for the database") {
+                try await client.withConnection { connection in try await body(connection) }
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch is DeadlineExceeded {
+            throw StoreError.unavailable("the database did not answer in time")
+        } catch let error where Self.refusal(error) != nil {
+            throw Self.refusal(error)!
+        }
+    }
+
+    public func withTransaction<Result: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        try await withConnection { connection in
+            do {
+                return try await connection.withTransaction(logger: logger) { connection in try await body(connection) }
+            } catch let error as PostgresTransactionError {
+                if let inner = error.closureError as? StoreError { throw inner }
+                throw error
+            }
+        }
+    }
+
+    /// Runs one statement whose rows are not needed.
+    public func execute(_ query: PostgresQuery) async throws {
+        _ = try await withConnection { connection in try await connection.query(query, logger: logger) }
+    }
+
+    /// Decodes the rows of a query that selects one value per row.
+    public func values<Value: PostgresDecodable & Sendable>(_ query: PostgresQuery, as type: Value.Type) async throws
+        -> [Value] {
+        try await withConnection { connection in try await Self.values(query, as: type, on: connection, logger: logger) }
+    }
+
+    static func values<Value: PostgresDecodable & Sendable>(
+        _ query: PostgresQuery, as type: Value.Type, on connection: PostgresConnection, logger: Logger
+    ) async throws -> [Value] {
+        var rows: [Value] = []
+        for try await row in try await connection.query(query, logger: logger).decode(Value.self) { rows.append(row) }
+        return rows
+    }
+
+    /// Rows selected as JSON text (`json_build_object(...)::text`), decoded into a domain type.
+    func records<Record: Decodable & Sendable>(_ query: PostgresQuery, as type: Record.Type) async throws -> [Record] {
+        try await values(query, as: String.self).map { try Self.decode(type, from: $0) }
+    }
+
+    static func decode<Record: Decodable>(_ type: Record.Type, from json: String) throws -> Record {
+        try JSONDecoder().decode(type, from: Data(json.utf8))
+    }
+
+    /// The database's refusal behind `error`: a data exception (22…) or an integrity violation (23…, a trigger's
+    /// check among them), directly or inside a failed transaction.
+    public static func refusal(_ error: any Error) -> StoreError? {
+        let psql = (error as? PSQLError) ?? ((error as? PostgresTransactionError)?.closureError as? PSQLError)
+        guard let psql, let state = psql.serverInfo?[.sqlState], state.hasPrefix("22") || state.hasPrefix("23") else {
+            return nil
+        }
+        let message = psql.serverInfo?[.message] ?? "the database refused the value"
+        return state == "23505" ? .conflict(message) : .refused(message)
+    }
+}
