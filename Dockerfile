@@ -15,6 +15,7 @@ COPY --from=build /src/.build/release/liverelay /usr/local/bin/liverelay
 COPY migrations ./migrations
 COPY sql ./sql
 COPY openapi.json ./openapi.json
+COPY dashboard ./dashboard
 ENV HOST=0.0.0.0 PORT=8787 LIVERELAY_SQL_DIR=/app
 USER liverelay
 EXPOSE 8787

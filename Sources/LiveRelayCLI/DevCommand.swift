@@ -148,6 +148,16 @@ struct DevCommand: AsyncParsableCommand {
                         '{"status": "working", "sessionTitle": "Demo", "lastMessage": "Starting", "retryInfo": null}')
                 ON CONFLICT (secret_hash, session_id) DO NOTHING
                 """, logger: logger)
+            // The two phones as devices, by name: the dashboard's Devices and the MCP tools find them.
+            try await connection.query("""
+                INSERT INTO device_registration (secret_hash, device_token, bundle_id, apns_env, platform, device_uuid,
+                                                 device_name)
+                VALUES (\(hash), \(DevDemo.deviceToken), \(DevDemo.bundleID), 'sandbox', 'ios',
+                        \(DevDemo.deviceUUID)::uuid, 'Demo iPhone'),
+                       (\(secretHash(DevDemo.androidSecret)), \(DevDemo.androidDeviceToken), \(DevDemo.androidPackage),
+                        'production', 'android', \(DevDemo.androidDeviceUUID)::uuid, 'Demo Android')
+                ON CONFLICT (secret_hash, device_token) DO NOTHING
+                """, logger: logger)
         }
     }
 }
@@ -159,11 +169,13 @@ enum DevDemo {
     static let activityToken = String(repeating: "deadbeef", count: 8)
     static let bundleID = "dev.liverelay.demo"
     static let deviceUUID = "00000000-0000-4000-8000-000000000001"
+    static let deviceToken = String(repeating: "cafebabe", count: 8)
     static let androidSecret = "liverelay-demo-android-secret"
     /// An FCM registration token's shape: a 22-character instance ID, a colon, a long opaque part.
     static let androidToken = "dLrDemoAndroid00000001:APA91b" + String(repeating: "LiveRelayDemo", count: 10)
     static let androidPackage = "dev.liverelay.demo"
     static let androidDeviceUUID = "00000000-0000-4000-8000-000000000002"
+    static let androidDeviceToken = "dLrDemoAndroid00000002:APA91b" + String(repeating: "LiveRelayDevice", count: 9)
     static let fcmProjectID = "liverelay-dev"
 }
 

@@ -25,7 +25,7 @@ struct LiveRelayCommand: AsyncParsableCommand {
         commandName: "liverelay",
         abstract: "Turns any SQL write into realtime delivery to phones (APNs Live Activities and Server-Sent Events).",
         subcommands: [DevCommand.self, ServeCommand.self, MigrateCommand.self, APNsSimCommand.self, FCMSimCommand.self,
-                      HealthCommand.self])
+                      HealthCommand.self, MCPCommand.self])
 }
 
 /// Sets up logging once, at `LOG_LEVEL` (default info), to standard error.

@@ -32,7 +32,7 @@ extension RelayStore {
         }
     }
 
-    /// Devices with a uuid, most recently registered first.
+    /// Devices with a uuid (registered, or named by an activity), most recently registered first.
     public func devices(limit: Int = 100) async throws -> [Device] {
         try Self.check(limit: limit)
         return try await records("""
@@ -42,12 +42,21 @@ extension RelayStore {
                 'active_activities', (SELECT count(*) FROM activity_registration a
                                       WHERE a.device_uuid = d.device_uuid AND a.status = 'active'),
                 'updated_at', d.updated_at)::text
-            FROM (SELECT device_uuid, (array_agg(device_name ORDER BY updated_at DESC)
-                                          FILTER (WHERE device_name IS NOT NULL))[1] AS device_name,
+            FROM (SELECT device_uuid,
+                         (array_agg(device_name ORDER BY updated_at DESC) FILTER (WHERE device_name IS NOT NULL))[1]
+                             AS device_name,
                          (array_agg(platform ORDER BY updated_at DESC))[1] AS platform,
-                         array_agg(right(device_token, 8) ORDER BY updated_at DESC) AS suffixes,
-                         bool_or(push_to_start_token IS NOT NULL) AS has_push_to_start, max(updated_at) AS updated_at
-                  FROM device_registration WHERE device_uuid IS NOT NULL GROUP BY device_uuid) d
+                         coalesce(array_agg(right(token, 8) ORDER BY updated_at DESC) FILTER (WHERE token IS NOT NULL),
+                                  '{}') AS suffixes,
+                         bool_or(has_start) AS has_push_to_start, max(updated_at) AS updated_at
+                  FROM (SELECT device_uuid, device_name, platform, device_token AS token,
+                               push_to_start_token IS NOT NULL AS has_start, updated_at
+                        FROM device_registration WHERE device_uuid IS NOT NULL
+                        UNION ALL
+                        -- A device known only by its activities (registered with a deviceUUID) is a device too.
+                        SELECT device_uuid, NULL, platform, NULL, false, updated_at
+                        FROM activity_registration WHERE device_uuid IS NOT NULL) r
+                  GROUP BY device_uuid) d
             LEFT JOIN device_live_activity_message m ON m.device_uuid = d.device_uuid
             ORDER BY d.updated_at DESC, d.device_uuid LIMIT \(limit)
             """, as: Device.self)

@@ -1,0 +1,34 @@
+import ArgumentParser
+import Foundation
+import LiveRelayMCP
+import LiveRelayPostgres
+import LiveRelayStore
+import PostgresNIO
+
+/// `liverelay mcp`: the MCP tools over stdio for a local agent, writing through `DATABASE_URL` like any writer.
+struct MCPCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mcp",
+        abstract: "Serve the MCP tools over standard input and output (configured by DATABASE_URL).",
+        discussion: """
+            For a local agent: add `liverelay mcp` as a stdio MCP server with DATABASE_URL in its environment. \
+            Logs go to standard error. A running relay delivers what the tools write; the same tools are at \
+            POST /mcp on the relay, with the admin token.
+            """)
+
+    func run() async throws {
+        let logger = bootstrapLogging()
+        guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
+            fail("liverelay: configuration error: DATABASE_URL is required (a postgres:// URL)")
+        }
+        let connector: DatabaseConnector
+        do { connector = try DatabaseConnector(url: url) } catch { fail("liverelay: configuration error: \(error)") }
+        let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger)
+        let tools = RelayTools(store: RelayStore(client: pool, logger: logger), logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await pool.run() }
+            try await MCPStdioServer(tools: tools).run()
+            group.cancelAll()
+        }
+    }
+}

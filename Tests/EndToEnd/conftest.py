@@ -1,0 +1,10 @@
+import pytest
+
+from devstack import DevStack
+
+
+@pytest.fixture(scope="session")
+def stack():
+    running = DevStack()
+    yield running
+    running.stop()
