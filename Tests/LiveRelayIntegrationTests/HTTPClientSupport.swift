@@ -13,6 +13,7 @@ struct RelayHTTP: Sendable {
         var status: Int
         var json: JSONValue?
         var text: String
+        var headers = HTTPHeaders()
         subscript(key: String) -> JSONValue? { json?.objectValue?[key] }
     }
 
@@ -27,7 +28,8 @@ struct RelayHTTP: Sendable {
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(20))
         let body = try await response.body.collect(upTo: 10 * 1024 * 1024)
         let text = String(buffer: body)
-        return Reply(status: Int(response.status.code), json: try? JSONValue(parsing: text), text: text)
+        return Reply(status: Int(response.status.code), json: try? JSONValue(parsing: text), text: text,
+                     headers: response.headers)
     }
 
     func post(_ path: String, _ json: String, headers: [(String, String)] = []) async throws -> Reply {

@@ -1,0 +1,180 @@
+import APNsSimulator
+import Foundation
+import LiveRelayCore
+import LiveRelayMCP
+import LiveRelayPostgres
+import LiveRelayStore
+import MCP
+import PostgresNIO
+import Testing
+
+/// The MCP tools through the SDK's own client over its in-memory transport (what an agent sees), against a running
+/// relay that delivers what they write; and POST /mcp's authorisation.
+@Suite("MCP tools")
+struct MCPToolTests {
+    /// A connected MCP client for the tools over the harness's database.
+    func withClient(_ h: Harness, _ body: @Sendable (Client) async throws -> Void) async throws {
+        let connector = try DatabaseConnector(url: h.databaseURL)
+        let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: h.logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await pool.run() }
+            let server = await RelayTools(store: RelayStore(client: pool, logger: h.logger), logger: h.logger)
+                .makeServer()
+            let (clientSide, serverSide) = await InMemoryTransport.createConnectedPair()
+            try await server.start(transport: serverSide)
+            let client = Client(name: "tests", version: "1")
+            _ = try await client.connect(transport: clientSide)
+            try await body(client)
+            await client.disconnect()
+            await server.stop()
+            group.cancelAll()
+        }
+    }
+
+    static func text(_ content: [Tool.Content]) -> String {
+        content.compactMap { if case .text(let text, _, _) = $0 { text } else { nil } }.joined(separator: "\n")
+    }
+
+    @Test("seven tools with schemas; the read tools say they only read")
+    func listed() async throws {
+        try await Harness.with { h in
+            try await withClient(h) { client in
+                let tools = try await client.listTools().tools
+                #expect(Set(tools.map(\.name)) == [
+                    "set_live_activity_message", "get_live_activity_message", "list_devices", "list_live_activities",
+                    "update_live_activity", "end_live_activity", "recent_deliveries",
+                ])
+                for tool in tools {
+                    let reads = ["get_live_activity_message", "list_devices", "list_live_activities",
+                                 "recent_deliveries"].contains(tool.name)
+                    #expect((tool.annotations.readOnlyHint == true) == reads, "\(tool.name)")
+                    #expect(tool.description?.contains("Example") == true, "\(tool.name)")
+                    #expect(tool.inputSchema.objectValue?["additionalProperties"] == .bool(false), "\(tool.name)")
+                }
+            }
+        }
+    }
+
+    @Test("set_live_activity_message by name: the row says mcp and the push carries the note")
+    func setByName() async throws {
+        try await Harness.with { h in
+            let device = UUID()
+            try await h.sql("""
+                INSERT INTO device_registration (secret_hash, device_token, bundle_id, device_uuid, device_name)
+                VALUES (\(secretHash("x")), 'tok-1', 'b', \(device), 'Kitchen iPad'),
+                       (\(secretHash("x")), 'tok-2', 'b', \(device), 'Kitchen iPad')
+                """)
+            let token = try await h.registerActivity(session: "kitchen", device: device)
+            try await h.withRelay {
+                try await withClient(h) { client in
+                    let (content, isError) = try await client.callTool(
+                        name: "set_live_activity_message", arguments: ["deviceName": "kitchen ipad", "message": "Soup!"])
+                    #expect(isError != true, "\(Self.text(content))")
+                    #expect(Self.text(content).contains(device.uuidString.lowercased()))
+                    let pushes = try await h.waitForPushes { pushes in
+                        pushes.contains { $0.token == token && $0.payload.objectValue?["aps"]?
+                            .objectValue?["content-state"]?.objectValue?["note"] == .string("Soup!") }
+                    }
+                    #expect(!pushes.isEmpty)
+                    let (read, _) = try await client.callTool(
+                        name: "get_live_activity_message", arguments: ["device_uuid": .string(device.uuidString)])
+                    #expect(Self.text(read).contains("Soup!"))
+                }
+            }
+            #expect(try await h.rows(
+                "SELECT updated_by FROM device_live_activity_message WHERE device_uuid = \(device)",
+                as: String.self) == ["mcp"])
+        }
+    }
+
+    @Test("refusals are isError sentences and write nothing")
+    func refusals() async throws {
+        try await Harness.with { h in
+            let (first, second) = (UUID(), UUID())
+            try await h.sql("""
+                INSERT INTO device_registration (secret_hash, device_token, bundle_id, device_uuid, device_name)
+                VALUES (\(secretHash("x")), 't1', 'b', \(first), 'Twin'), (\(secretHash("y")), 't2', 'b', \(second), 'Twin')
+                """)
+            try await h.registerActivity(session: "s1", device: first)
+            try await withClient(h) { client in
+                let cases: [(String, [String: Value], String)] = [
+                    ("set_live_activity_message", ["deviceName": "Twin", "message": "x"], "2 devices are named"),
+                    ("set_live_activity_message", ["device_uuid": .string(UUID().uuidString), "message": "x"],
+                     "no device"),
+                    ("set_live_activity_message",
+                     ["device_uuid": .string(first.uuidString), "deviceName": "Twin", "message": "x"], "not both"),
+                    ("set_live_activity_message", ["message": "x"], "device_uuid or deviceName"),
+                    ("set_live_activity_message", ["device_uuid": .string(first.uuidString)], "message is required"),
+                    ("set_live_activity_message",
+                     ["device_uuid": .string(first.uuidString), "message": .string(String(repeating: "é", count: 2040))],
+                     "4096"),
+                    ("set_live_activity_message", ["device_uuid": .string(first.uuidString), "mesage": "x"],
+                     "unknown argument mesage"),
+                    ("update_live_activity", ["session_id": "s1", "content_state": "done"], "JSON object"),
+                    ("update_live_activity", ["session_id": "s1", "id": .string(UUID().uuidString),
+                                              "content_state": ["a": 1]], "not both"),
+                    ("end_live_activity", ["session_id": "nope"], "no live activity"),
+                    ("end_live_activity", ["session_id": "s1", "dismissal_date": "soon"], "ISO 8601"),
+                    ("list_devices", ["limit": 0], "limit"),
+                    ("no_such_tool", [:], "There is no tool"),
+                ]
+                for (name, arguments, expected) in cases {
+                    let (content, isError) = try await client.callTool(name: name, arguments: arguments)
+                    #expect(isError == true, "\(name) \(arguments)")
+                    #expect(Self.text(content).contains(expected), "\(Self.text(content))")
+                }
+                let both = Self.text(try await client.callTool(
+                    name: "set_live_activity_message", arguments: ["deviceName": "Twin", "message": "x"]).content)
+                #expect(both.contains(first.uuidString.lowercased()) && both.contains(second.uuidString.lowercased()))
+            }
+            #expect(try await h.rows("SELECT count(*)::int8 FROM device_live_activity_message", as: Int64.self) == [0])
+            #expect(try await h.rows("SELECT status FROM activity_registration", as: String.self) == ["active"])
+        }
+    }
+
+    @Test("POST /mcp needs the admin token (401 with a Bearer challenge); GET is 405; initialize answers")
+    func overHTTP() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let initialize = """
+                    {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",
+                     "capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+                    """
+                let accept = ("Accept", "application/json, text/event-stream")
+                let refused = try await api.post("/mcp", initialize, headers: [accept])
+                #expect(refused.status == 401 && refused.headers.first(name: "WWW-Authenticate")?.hasPrefix("Bearer") == true)
+                let device = try await api.post("/mcp", initialize, headers: [accept, ("Authorization", "Bearer lrd1.x.1.y")])
+                #expect(device.status == 401)
+                let answer = try await api.post("/mcp", initialize, headers: RelayHTTP.admin + [accept])
+                #expect(answer.status == 200)
+                #expect(answer["result"]?.objectValue?["serverInfo"]?.objectValue?["name"] == .string("liverelay"))
+                let stream = try await api.request(.GET, "/mcp", headers: RelayHTTP.admin + [accept])
+                #expect(stream.status == 405)
+            }
+        }
+    }
+
+    @Test("/v1/device/register takes deviceName and deviceUUID; registering again without them keeps them")
+    func deviceNames() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let device = UUID()
+                let first = try await api.post("/v1/device/register", """
+                    {"secret":"s","deviceToken":"aa11","bundleId":"b","deviceName":"Hall","deviceUUID":"\(device)"}
+                    """)
+                #expect(first.status == 200)
+                #expect(try await api.post("/v1/device/register", #"{"secret":"s","deviceToken":"aa11","bundleId":"b"}"#)
+                    .status == 200)
+                #expect(try await h.rows("SELECT device_name || ' ' || device_uuid::text FROM device_registration",
+                                         as: String.self) == ["Hall \(device.uuidString.lowercased())"])
+                let bad = try await api.post("/v1/device/register",
+                                             #"{"secret":"s","deviceToken":"b","bundleId":"b","deviceUUID":"nope"}"#)
+                #expect(bad.status == 400 && bad["error"] == .string("deviceUUID must be a UUID"))
+                let devices = try await api.request(.GET, "/v1/devices", headers: RelayHTTP.admin)
+                #expect(devices.json?.arrayValue?.first?.objectValue?["device_name"] == .string("Hall"))
+            }
+        }
+    }
+}
