@@ -71,7 +71,7 @@ function deviceRow(device) {
     status);
   return element('tr', { 'data-uuid': uuid },
     cell('Name', device.device_name || '–'), cell('Device', element('code', { text: uuid })),
-    cell('Platform', device.platform), cell('Tokens', device.token_suffixes.map(suffix).join(', ')),
+    cell('Platform', device.platform || '–'), cell('Tokens', device.token_suffixes.map(suffix).join(', ')),
     cell('Current message', element('span', { class: 'current', text: device.message || '–' })),
     cell('Live Activity message', form));
 }
@@ -120,8 +120,8 @@ async function loadActivities() {
   const activities = await api('/v1/live-activities?limit=100');
   $('activities-rows').replaceChildren(...activities.map((activity) => {
     const end = activity.status === 'active'
-      ? element('button', { type: 'button', class: 'secondary', 'aria-label': 'End ' + activity.sessionId,
-                            text: 'End', onclick: () => endActivity(activity.id) })
+      ? element('button', { type: 'button', class: 'secondary', text: 'End',
+                            onclick: () => endActivity(activity.id) })
       : null;
     return element('tr', { 'data-id': activity.id },
       cell('Session', element('code', { text: activity.sessionId }), element('br'),

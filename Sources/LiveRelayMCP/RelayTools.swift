@@ -43,15 +43,15 @@ public struct RelayTools: Sendable {
     public func call(_ name: String, arguments: [String: Value]?) async -> CallTool.Result {
         guard let tool = ToolName(rawValue: name) else {
             let known = ToolName.allCases.map(\.rawValue).joined(separator: ", ")
-            return .init(content: [.text(text: "There is no tool \(name). The tools are: \(known).")], isError: true)
+            return .init(content: [.note("There is no tool \(name). The tools are: \(known).")], isError: true)
         }
         do {
             return try await run(tool, arguments)
         } catch let error as StoreError {
-            return .init(content: [.text(text: error.message)], isError: true)
+            return .init(content: [.note(error.message)], isError: true)
         } catch {
             logger.error("tool failed", metadata: ["tool": "\(name)", "error": "\(type(of: error))"])
-            return .init(content: [.text(text: "The tool \(name) failed inside the relay; nothing was changed.")],
+            return .init(content: [.note("The tool \(name) failed inside the relay; nothing was changed.")],
                          isError: true)
         }
     }
@@ -75,7 +75,7 @@ public struct RelayTools: Sendable {
             let (device, stored) = try await store.message(for: try arguments.device())
             let uuid = device.uuidString.lowercased()
             guard let stored, !stored.message.isEmpty else {
-                return .init(content: [.text(text: "Device \(uuid) has no message.")],
+                return .init(content: [.note("Device \(uuid) has no message.")],
                              structuredContent: .object(["device_uuid": .string(uuid), "message": .null]))
             }
             return try Self.result("Device \(uuid) shows \"\(stored.message)\".", stored)
@@ -124,6 +124,11 @@ public struct RelayTools: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let json = String(decoding: try encoder.encode(value), as: UTF8.self)
-        return try .init(content: [.text(text: summary), .text(text: json)], structuredContent: value)
+        return try .init(content: [.note(summary), .note(json)], structuredContent: value)
     }
+}
+
+extension Tool.Content {
+    /// Plain text content.
+    static func note(_ text: String) -> Self { .text(text: text, annotations: nil, _meta: nil) }
 }

@@ -5,7 +5,8 @@ import LiveRelayCore
 public struct Device: Codable, Sendable, Equatable {
     public var device_uuid: String
     public var device_name: String?
-    public var platform: Platform
+    /// Nil for a device that only has a message so far.
+    public var platform: Platform?
     /// The last 8 characters of each registered token.
     public var token_suffixes: [String]
     public var has_push_to_start: Bool

@@ -32,7 +32,7 @@ extension RelayStore {
         }
     }
 
-    /// Devices with a uuid (registered, or named by an activity), most recently registered first.
+    /// Devices with a uuid (registered, named by an activity, or given a message), most recently changed first.
     public func devices(limit: Int = 100) async throws -> [Device] {
         try Self.check(limit: limit)
         return try await records("""
@@ -45,7 +45,7 @@ extension RelayStore {
             FROM (SELECT device_uuid,
                          (array_agg(device_name ORDER BY updated_at DESC) FILTER (WHERE device_name IS NOT NULL))[1]
                              AS device_name,
-                         (array_agg(platform ORDER BY updated_at DESC))[1] AS platform,
+                         (array_agg(platform ORDER BY updated_at DESC) FILTER (WHERE platform IS NOT NULL))[1] AS platform,
                          coalesce(array_agg(right(token, 8) ORDER BY updated_at DESC) FILTER (WHERE token IS NOT NULL),
                                   '{}') AS suffixes,
                          bool_or(has_start) AS has_push_to_start, max(updated_at) AS updated_at
@@ -55,7 +55,10 @@ extension RelayStore {
                         UNION ALL
                         -- A device known only by its activities (registered with a deviceUUID) is a device too.
                         SELECT device_uuid, NULL, platform, NULL, false, updated_at
-                        FROM activity_registration WHERE device_uuid IS NOT NULL) r
+                        FROM activity_registration WHERE device_uuid IS NOT NULL
+                        UNION ALL
+                        -- And so is one that only has a message so far (its platform is not known yet).
+                        SELECT device_uuid, NULL, NULL, NULL, false, updated_at FROM device_live_activity_message) r
                   GROUP BY device_uuid) d
             LEFT JOIN device_live_activity_message m ON m.device_uuid = d.device_uuid
             ORDER BY d.updated_at DESC, d.device_uuid LIMIT \(limit)

@@ -89,6 +89,36 @@ struct StreamTests {
         }
     }
 
+    @Test("the admin follows every channel with * (and batch summaries on admin); nobody else may")
+    func everyChannel() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let device = UUID()
+                try await h.registerActivity(session: "ses_all", device: device)
+                let all = try await SSEClient(port: port, query: "channel=*", headers: RelayHTTP.admin)
+                #expect(all.status == 200)
+                try await h.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'hi')")
+                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 'ses_all'"#)
+                let events = try await all.wait { events in
+                    Set(events.map(\.name)).isSuperset(of: ["live-activity-message", "activity-update", "deliveries"])
+                }
+                let summary = try #require(events.first { $0.name == "deliveries" })
+                #expect(summary.json?.objectValue?["sent"] != nil)
+                all.close()
+                let minted = try await api.post("/v1/devices/\(device)/token", "{}", headers: RelayHTTP.admin)
+                guard case .string(let token)? = minted["token"] else { Issue.record("no token"); return }
+                for channel in ["*", "admin"] {
+                    let query = "/v1/stream?channel=\(channel == "*" ? "%2A" : channel)"
+                    #expect(try await api.request(.GET, query, headers: [("Authorization", "Bearer \(token)")])
+                        .status == 403, "\(channel)")
+                    #expect(try await api.request(.GET, query, headers: [("X-Relay-Secret", "test-secret")])
+                        .status == 403, "\(channel)")
+                }
+            }
+        }
+    }
+
     @Test("two relays on one database: a write shows on both instances' streams exactly once each")
     func twoInstances() async throws {
         try await Harness.with { h in
