@@ -152,7 +152,8 @@ async function loadDeliveries() {
     return element('tr', { class: row.status === 'failed' ? 'failed' : null },
       cell('Time', time(row.created_at)),
       cell('Status', element('span', { class: 'badge status-' + row.status, text: row.status })),
-      cell('Event', row.event_type), cell('Session', row.session_id || '–'), cell('Transport', row.transport || '–'),
+      cell('Event', row.event_type), cell('Session', row.session_id || '–'),
+      cell('Transport', row.transport || '–'),
       cell('Answer', answer || '–'),
       cell('Latency', row.latency_ms === null ? '–' : row.latency_ms.toFixed(1) + ' ms'));
   }));

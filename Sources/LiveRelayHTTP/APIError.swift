@@ -19,7 +19,8 @@ struct APIError: Error, HTTPResponseError {
     var message: String
 
     static func badRequest(_ message: String) -> APIError { APIError(status: .badRequest, message: message) }
-    static let unauthorized = APIError(status: .unauthorized, message: "authentication required: Authorization: Bearer <token>")
+    static let unauthorized = APIError(
+        status: .unauthorized, message: "authentication required: Authorization: Bearer <token>")
     static func forbidden(_ message: String) -> APIError { APIError(status: .forbidden, message: message) }
     static func notFound(_ message: String) -> APIError { APIError(status: .notFound, message: message) }
 
@@ -45,7 +46,8 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
     /// The router's paths, to tell "no such path" (404) from "not this method" (405).
     let routes: RouteTable
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
+        async throws -> Response {
         do {
             return try await next(request, context)
         } catch let error as APIError {
@@ -57,20 +59,25 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             // caller's input. A duplicate key is a conflict.
             let refusal = RelayStore.refusal(error)!
             return jsonResponse(refusal.httpStatus, ["ok": .bool(false), "error": .string(refusal.message)])
-        } catch let error as HTTPError where error.status == .notFound && !routes.methods(for: request.uri.path).isEmpty {
+        } catch let error as HTTPError
+                    where error.status == .notFound && !routes.methods(for: request.uri.path).isEmpty {
             let allowed = routes.methods(for: request.uri.path)
-            var response = jsonResponse(.methodNotAllowed, ["ok": .bool(false), "error": .string("\(request.method) is not allowed on \(request.uri.path)")])
+            let message = "\(request.method) is not allowed on \(request.uri.path)"
+            var response = jsonResponse(.methodNotAllowed, ["ok": .bool(false), "error": .string(message)])
             response.headers[.allow] = allowed.joined(separator: ", ")
             return response
         } catch let error as HTTPError where error.status == .notFound {
             // No such route: the original relay's exact answer.
             return jsonResponse(.notFound, ["ok": .bool(false), "error": .string("Not found")])
         } catch let error as HTTPError {
-            let message = error.status == .contentTooLarge ? "the body is larger than \(RequestLimits.maximumBodyBytes) bytes" : (error.body ?? error.status.reasonPhrase)
+            let message = error.status == .contentTooLarge
+                ? "the body is larger than \(RequestLimits.maximumBodyBytes) bytes"
+                : (error.body ?? error.status.reasonPhrase)
             return jsonResponse(error.status, ["ok": .bool(false), "error": .string(message)])
         } catch let error as HTTPResponseError {
             let status = try error.response(from: request, context: context).status
-            let message = status == .contentTooLarge ? "the body is larger than \(RequestLimits.maximumBodyBytes) bytes" : status.reasonPhrase
+            let message = status == .contentTooLarge
+                ? "the body is larger than \(RequestLimits.maximumBodyBytes) bytes" : status.reasonPhrase
             return jsonResponse(status, ["ok": .bool(false), "error": .string(message)])
         } catch {
             context.logger.error("request failed", metadata: ["error": "\(safeDescription(error))"])
@@ -87,12 +94,14 @@ final class RouteTable: Sendable {
         patterns.withLock { $0 = routes.map { ($0.path.split(separator: "/"), $0.method) } }
     }
 
-    /// The methods served on this path (with any parameters); a 404 from the router for one of them means a wrong method.
+    /// The methods served on this path (with any parameters); a 404 from the router for one of them means a wrong
+    /// method.
     func methods(for path: String) -> [String] {
         let parts = path.split(separator: "/")
         return patterns.withLock { patterns in
             patterns.filter { pattern in
-                pattern.parts.count == parts.count && zip(pattern.parts, parts).allSatisfy { $0.hasPrefix(":") || $0 == $1 }
+                pattern.parts.count == parts.count
+                    && zip(pattern.parts, parts).allSatisfy { $0.hasPrefix(":") || $0 == $1 }
             }.map(\.method).sorted()
         }
     }

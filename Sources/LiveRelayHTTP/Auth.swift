@@ -49,11 +49,13 @@ public struct Authenticator: Sendable {
     func requireAdmin(_ request: Request) throws {
         let caller = caller(for: request)
         guard caller.isAdmin else {
-            throw caller.deviceUUID != nil || caller.secretHash != nil ? APIError.forbidden("this route needs the admin token") : APIError.unauthorized
+            throw caller.deviceUUID != nil || caller.secretHash != nil
+                ? APIError.forbidden("this route needs the admin token") : APIError.unauthorized
         }
     }
 
-    func mintDeviceToken(for device: UUID, lifetimeSeconds: Int64, now: Int64 = Int64(Date().timeIntervalSince1970)) -> (token: String, expiresAt: Int64) {
+    func mintDeviceToken(for device: UUID, lifetimeSeconds: Int64, now: Int64 = Int64(Date().timeIntervalSince1970))
+        -> (token: String, expiresAt: Int64) {
         let expiry = now + lifetimeSeconds
         let body = "lrd1.\(device.uuidString.lowercased()).\(expiry)"
         return (body + "." + signature(body), expiry)

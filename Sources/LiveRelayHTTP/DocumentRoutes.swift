@@ -22,7 +22,9 @@ struct DocumentRoutes: Sendable {
         router.get("dashboard.js") { _, _ in
             try file(dashboard.script, "dashboard.js", type: "text/javascript; charset=utf-8")
         }
-        router.get("dashboard.css") { _, _ in try file(dashboard.style, "dashboard.css", type: "text/css; charset=utf-8") }
+        router.get("dashboard.css") { _, _ in
+            try file(dashboard.style, "dashboard.css", type: "text/css; charset=utf-8")
+        }
     }
 
     private func file(_ data: Data?, _ name: String, type: String) throws -> Response {

@@ -24,7 +24,10 @@ public struct HealthCheck: Sendable {
         let migrated = try? await quick.withConnection { connection in
             try await migrator.isUpToDate(on: connection, logger: logger)
         }
-        return ["database": migrated != nil, "migrations": migrated == true, "listener": listener.isConnected, "stream": hub.isStarted]
+        return [
+            "database": migrated != nil, "migrations": migrated == true, "listener": listener.isConnected,
+            "stream": hub.isStarted,
+        ]
     }
 
     /// Registered devices and delivery-log rows, as the original relay's `/health` reports them; nil when the database
@@ -33,18 +36,7 @@ public struct HealthCheck: Sendable {
     func counts() async -> (devices: Int64, deliveries: Int64)? {
         var quick = store
         quick.deadline = .seconds(1)
-        return try? await quick.withConnection { connection in
-            var counts: (Int64, Int64) = (0, 0)
-            for try await row in try await connection.query("""
-                SELECT CASE WHEN d.reltuples < 100000 THEN (SELECT count(*) FROM device_registration)
-                            ELSE d.reltuples END::int8,
-                       CASE WHEN l.reltuples < 100000 THEN (SELECT count(*) FROM delivery_log)
-                            ELSE l.reltuples END::int8
-                FROM pg_class d, pg_class l
-                WHERE d.oid = 'device_registration'::regclass AND l.oid = 'delivery_log'::regclass
-                """, logger: logger).decode((Int64, Int64).self) { counts = row }
-            return counts
-        }
+        return try? await quick.healthCounts()
     }
 }
 

@@ -65,7 +65,8 @@ struct LiveActivityRoutes: Sendable {
             where Choice.RawValue == String {
             guard let text = parameters.get(name), !text.isEmpty else { return nil }
             guard let value = Choice(rawValue: text) else {
-                throw APIError.badRequest("\(name) must be \(Choice.allCases.map(\.rawValue).joined(separator: " or "))")
+                let allowed = Choice.allCases.map(\.rawValue).joined(separator: " or ")
+                throw APIError.badRequest("\(name) must be \(allowed)")
             }
             return value
         }

@@ -16,7 +16,7 @@ struct MetricsRoutes: Sendable {
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("metrics") { _, _ in
-            let depth = (try? await store.values("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self).first) ?? nil
+            let depth = try? await store.queueDepth()
             metrics.setGauges(
                 queueDepth: Int(depth ?? -1), subscribers: hub.subscriberCount, credentialsMinted: credentialsMinted())
             return Response(

@@ -2,8 +2,6 @@ import Foundation
 import Hummingbird
 import LiveRelayCore
 import LiveRelayStore
-import Logging
-import PostgresNIO
 
 /// The OpenCode relay API, byte-compatible with the original relay: device and activity registration, and events.
 /// Every route writes through the database; the triggers and workers deliver.
@@ -41,32 +39,21 @@ struct RelayRoutes: Sendable {
 
     func unregisterDevice(_ request: Request) async throws -> Response {
         let body = try await request.decode(as: DeviceUnregistrationBody.self)
-        let hash = secretHash(body.secret), token = body.deviceToken
-        try await store.execute("DELETE FROM device_registration WHERE secret_hash = \(hash) AND device_token = \(token)")
+        try await store.unregisterDevice(secretHash: secretHash(body.secret), token: body.deviceToken)
         return Self.ok
     }
 
     func registerActivity(_ request: Request) async throws -> Response {
         let body = try await request.decode(as: ActivityRegistrationBody.self)
-        let hash = secretHash(body.secret), session = body.sessionID, token = body.activityToken
-        let bundle = try bundleID(body.bundleID)
-        let environment = body.environment.rawValue, platform = body.platform.rawValue
-        try await store.execute("""
-            INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env, status,
-                                               platform)
-            VALUES (\(hash), \(session), \(token), \(bundle), \(environment), 'active', \(platform))
-            ON CONFLICT (secret_hash, session_id) DO UPDATE
-            SET activity_token = excluded.activity_token, bundle_id = excluded.bundle_id, apns_env = excluded.apns_env,
-                status = 'active', platform = excluded.platform
-            """)
+        try await store.registerActivity(
+            secretHash: secretHash(body.secret), sessionID: body.sessionID, token: body.activityToken,
+            bundleID: try bundleID(body.bundleID), environment: body.environment, platform: body.platform)
         return Self.ok
     }
 
     func unregisterActivity(_ request: Request) async throws -> Response {
         let body = try await request.decode(as: ActivityUnregistrationBody.self)
-        let hash = secretHash(body.secret), session = body.sessionID
-        try await store.execute(
-            "DELETE FROM activity_registration WHERE secret_hash = \(hash) AND session_id = \(session)")
+        try await store.unregisterActivity(secretHash: secretHash(body.secret), sessionID: body.sessionID)
         return Self.ok
     }
 
@@ -83,36 +70,15 @@ struct RelayRoutes: Sendable {
             let defaults = Self.alertDefaults[eventType]!
             var data: [String: JSONValue] = ["eventType": .string(eventType), "sessionID": .string(session)]
             if let serverID { data["serverID"] = .string(serverID) }
-            let payload = APNsPayload.alert(title: title ?? defaults.title, body: text ?? defaults.body, data: data)
-            let payloadText = String(decoding: payload.compactBytes, as: UTF8.self)
             var androidData = ["eventType": eventType, "sessionID": session]
             if let serverID { androidData["serverID"] = serverID }
-            let androidPayload = FCMPayload.alert(
-                title: title ?? defaults.title, body: text ?? defaults.body, data: androidData)
-            let androidText = String(decoding: androidPayload.compactBytes, as: UTF8.self)
-            let contentText = contentState.map { String(decoding: $0.compactBytes, as: UTF8.self) }
-            queued = try await store.withTransaction { connection in
-                try await connection.query("SELECT set_config('liverelay.request_id', \(requestID.uuidString), true)", logger: store.logger)
-                try await connection.query("""
-                    INSERT INTO delivery_outbox (kind, event_type, secret_hash, session_id, device_token, bundle_id, apns_env,
-                                                 payload, priority, request_id, platform)
-                    SELECT 'alert', \(eventType), secret_hash, \(session), device_token, bundle_id, apns_env,
-                           CASE WHEN platform = 'android' THEN \(androidText)::jsonb ELSE \(payloadText)::jsonb END, 10,
-                           \(requestID), platform
-                    FROM device_registration WHERE secret_hash = \(hash)
-                    """, logger: store.logger)
-                if eventType != "permission" {
-                    try await connection.query("""
-                        UPDATE activity_registration
-                        SET status = 'ended', content_state = coalesce(\(contentText)::jsonb, content_state)
-                        WHERE secret_hash = \(hash) AND session_id = \(session) AND status = 'active'
-                        """, logger: store.logger)
-                }
-                try await connection.query("SELECT liverelay_wake()", logger: store.logger)
-                return try await Self.count(requestID, on: connection, logger: store.logger)
-            }
+            queued = try await store.queueAlert(SessionAlert(
+                secretHash: hash, eventType: eventType, sessionID: session,
+                apnsPayload: APNsPayload.alert(title: title ?? defaults.title, body: text ?? defaults.body, data: data),
+                fcmPayload: FCMPayload.alert(title: title ?? defaults.title, body: text ?? defaults.body,
+                                             data: androidData),
+                endsActivity: event.kind != .permission, finalState: contentState), requestID: requestID)
         case .progress, .start:
-            let contentText = contentState.map { String(decoding: $0.compactBytes, as: UTF8.self) }
             let startState = contentState ?? .object([
                 "status": .string("working"), "sessionTitle": .string(title ?? "OpenCode session"),
                 "lastMessage": .string(text ?? "Starting..."), "retryInfo": .null,
@@ -122,31 +88,12 @@ struct RelayRoutes: Sendable {
                 attributes: .object(["sessionId": .string(session)]), contentState: startState,
                 alert: .object(["title": .string(title ?? "Session Started"),
                                 "body": .string(text ?? "OpenCode is working on: \(title ?? session)")]))
-            let startBytes = start.compactBytes
-            guard startBytes.count <= APNsPayload.maximumSize else {
-                throw APIError.badRequest("contentState makes the push \(startBytes.count) bytes; APNs accepts at most 4096")
+            let size = start.compactBytes.count
+            guard size <= APNsPayload.maximumSize else {
+                throw APIError.badRequest("contentState makes the push \(size) bytes; APNs accepts at most 4096")
             }
-            let startText = String(decoding: startBytes, as: UTF8.self)
-            queued = try await store.withTransaction { connection in
-                try await connection.query("SELECT set_config('liverelay.request_id', \(requestID.uuidString), true)", logger: store.logger)
-                var updated = 0
-                for try await _ in try await connection.query("""
-                    UPDATE activity_registration SET content_state = coalesce(\(contentText)::jsonb, content_state)
-                    WHERE secret_hash = \(hash) AND session_id = \(session) AND status = 'active' RETURNING id
-                    """, logger: store.logger) { updated += 1 }
-                if updated == 0 {
-                    try await connection.query("""
-                        INSERT INTO delivery_outbox (kind, event_type, secret_hash, session_id, device_token, bundle_id, apns_env,
-                                                     payload, priority, request_id)
-                        SELECT 'start', 'start', secret_hash, \(session), push_to_start_token, bundle_id, apns_env, \(startText)::jsonb,
-                               10, \(requestID)
-                        FROM device_registration
-                        WHERE secret_hash = \(hash) AND push_to_start_token IS NOT NULL AND platform = 'ios'
-                        """, logger: store.logger)
-                    try await connection.query("SELECT liverelay_wake()", logger: store.logger)
-                }
-                return try await Self.count(requestID, on: connection, logger: store.logger)
-            }
+            queued = try await store.progress(secretHash: hash, sessionID: session, contentState: contentState,
+                                              pushToStart: start, requestID: requestID)
         }
         let (sent, failed) = try await waitForOutcomes(requestID, expected: queued)
         return jsonResponse(.ok, [
@@ -161,31 +108,12 @@ struct RelayRoutes: Sendable {
         "error": ("Session error", "OpenCode hit an error."),
     ]
 
-    private static func count(_ requestID: UUID, on connection: PostgresConnection, logger: Logger) async throws -> Int64 {
-        var total: Int64 = 0
-        for try await value in try await connection.query(
-            "SELECT count(*)::int8 FROM delivery_outbox WHERE request_id = \(requestID)", logger: logger).decode(Int64.self) {
-            total = value
-        }
-        return total
-    }
-
-    /// Waits (up to `outcomeWait`) until every delivery of the request has a final outcome; a state already sent counts as sent.
+    /// Waits (up to `outcomeWait`) until every delivery of the request has a final outcome.
     private func waitForOutcomes(_ requestID: UUID, expected: Int64) async throws -> (sent: Int64, failed: Int64) {
         guard expected > 0 else { return (0, 0) }
         let deadline = ContinuousClock.now + outcomeWait
-        var outcome: (sent: Int64, failed: Int64) = (0, 0)
         while true {
-            outcome = try await store.withConnection { connection in
-                var counts: (Int64, Int64) = (0, 0)
-                for try await row in try await connection.query("""
-                    SELECT count(*) FILTER (WHERE status IN ('sent', 'coalesced'))::int8, count(*) FILTER (WHERE status = 'failed')::int8
-                    FROM delivery_log WHERE request_id = \(requestID)
-                    """, logger: store.logger).decode((Int64, Int64).self) {
-                    counts = row
-                }
-                return counts
-            }
+            let outcome = try await store.outcomes(of: requestID)
             if outcome.sent + outcome.failed >= expected || ContinuousClock.now >= deadline { return outcome }
             try await Task.sleep(for: .milliseconds(20))
         }

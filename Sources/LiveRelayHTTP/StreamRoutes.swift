@@ -20,17 +20,23 @@ struct StreamRoutes: Sendable {
 
     func stream(_ request: Request) async throws -> Response {
         let caller = auth.caller(for: request)
-        guard caller.isAdmin || caller.deviceUUID != nil || caller.secretHash != nil else { throw APIError.unauthorized }
+        guard caller.isAdmin || caller.deviceUUID != nil || caller.secretHash != nil else {
+            throw APIError.unauthorized
+        }
         let channels = request.uri.queryParameters.getAll("channel").map { String($0) }
-        guard !channels.isEmpty, channels.count <= 100 else { throw APIError.badRequest("channel is required (device:<uuid> or session:<id>), at most 100") }
+        guard !channels.isEmpty, channels.count <= 100 else {
+            throw APIError.badRequest("channel is required (device:<uuid> or session:<id>), at most 100")
+        }
         try await authorize(caller, channels: channels)
-        let lastEventID = (request.headers[HTTPField.Name("Last-Event-ID")!] ?? request.uri.queryParameters.get("lastEventId"))
+        let lastEventID = (request.headers[HTTPField.Name("Last-Event-ID")!]
+                           ?? request.uri.queryParameters.get("lastEventId"))
             .flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
 
         do {
             try await hub.waitUntilStarted()
         } catch {
-            throw APIError(status: .serviceUnavailable, message: "the stream is not ready yet (the database is unreachable); retry")
+            throw APIError(status: .serviceUnavailable,
+                           message: "the stream is not ready yet (the database is unreachable); retry")
         }
         let (id, stream, cursor) = hub.subscribe(channels: Set(channels))
         var history: [BroadcastEvent] = []
@@ -78,7 +84,9 @@ struct StreamRoutes: Sendable {
             if channel == BroadcastHub.everyChannel || channel == "admin" {
                 guard caller.isAdmin else { throw APIError.forbidden("only the admin may read \(channel)") }
             } else if channel.hasPrefix("device:"), let uuid = UUID(uuidString: String(channel.dropFirst(7))) {
-                guard caller.isAdmin || caller.deviceUUID == uuid else { throw APIError.forbidden("not allowed to read \(channel)") }
+                guard caller.isAdmin || caller.deviceUUID == uuid else {
+                    throw APIError.forbidden("not allowed to read \(channel)")
+                }
             } else if channel.hasPrefix("session:"), channel.count > 8, channel.count <= 263 {
                 if !caller.isAdmin { sessions.append(String(channel.dropFirst(8))) }
             } else {
@@ -86,10 +94,11 @@ struct StreamRoutes: Sendable {
             }
         }
         guard !sessions.isEmpty else { return }
-        guard let hash = caller.secretHash else { throw APIError.forbidden("reading session channels needs the pairing secret (X-Relay-Secret)") }
-        let known = try await store.values(
-            "SELECT session_id FROM activity_registration WHERE secret_hash = \(hash) AND session_id = ANY(\(sessions)::text[])",
-            as: String.self)
-        guard Set(known).isSuperset(of: sessions) else { throw APIError.forbidden("not allowed to read a session that is not registered under this secret") }
+        guard let hash = caller.secretHash else {
+            throw APIError.forbidden("reading session channels needs the pairing secret (X-Relay-Secret)")
+        }
+        guard Set(try await store.sessions(of: hash, among: sessions)).isSuperset(of: sessions) else {
+            throw APIError.forbidden("not allowed to read a session that is not registered under this secret")
+        }
     }
 }

@@ -34,7 +34,8 @@ public struct MCPHTTPEndpoint: Sendable {
             tools.logger.error("MCP server did not start", metadata: ["error": "\(error)"])
             return Reply(status: 500, headers: [:], body: nil)
         }
-        let answer = await transport.handleRequest(HTTPRequest(method: method, headers: headers, body: body, path: "/mcp"))
+        let answer = await transport.handleRequest(
+            HTTPRequest(method: method, headers: headers, body: body, path: "/mcp"))
         await server.stop()
         return Reply(status: answer.statusCode, headers: answer.headers, body: answer.bodyData)
     }

@@ -26,7 +26,9 @@ struct ToolArguments {
     func string(_ name: String) throws -> String? {
         guard let value = present(name) else { return nil }
         guard case .string(let text) = value else { throw StoreError.invalidArgument("\(name) must be a string") }
-        guard !text.utf8.contains(0) else { throw StoreError.invalidArgument("\(name) must not contain NUL characters") }
+        guard !text.utf8.contains(0) else {
+            throw StoreError.invalidArgument("\(name) must not contain NUL characters")
+        }
         return text
     }
 

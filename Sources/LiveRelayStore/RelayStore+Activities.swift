@@ -75,15 +75,17 @@ extension RelayStore {
 
     public func activity(_ selector: ActivitySelector) async throws -> LiveActivity {
         let id = try await activityID(selector, activeOnly: false)
-        guard let found = try await records("SELECT \(unescaped: Self.activityJSON) FROM activity_registration a WHERE a.id = \(id)",
-                                            as: LiveActivity.self).first else {
+        guard let found = try await records(
+            "SELECT \(unescaped: Self.activityJSON) FROM activity_registration a WHERE a.id = \(id)",
+            as: LiveActivity.self).first else {
             throw StoreError.notFound("no \(selector)")
         }
         return found
     }
 
     /// Sets the content-state of an active activity (an `update` push; the alert, when given, shows with it).
-    public func updateActivity(_ selector: ActivitySelector, _ update: LiveActivityUpdate) async throws -> LiveActivity {
+    public func updateActivity(_ selector: ActivitySelector, _ update: LiveActivityUpdate) async throws
+        -> LiveActivity {
         guard case .object = update.contentState else {
             throw StoreError.invalidArgument("content_state must be a JSON object, like {\"progress\": 0.5}")
         }
@@ -93,7 +95,8 @@ extension RelayStore {
             try await connection.query("SELECT set_config('liverelay.alert', \(alert), true)", logger: logger)
             return """
                 UPDATE activity_registration SET content_state = \(state)::jsonb,
-                    stale_date = coalesce(\(update.staleDate), stale_date), priority = coalesce(\(update.priority), priority),
+                    stale_date = coalesce(\(update.staleDate), stale_date),
+                    priority = coalesce(\(update.priority), priority),
                     relevance_score = coalesce(\(update.relevanceScore), relevance_score)
                 WHERE id = \(id) AND status = 'active' RETURNING *
                 """
@@ -105,7 +108,8 @@ extension RelayStore {
         let id = try await activityID(selector, activeOnly: true)
         return try await writeOne(selector) { _ in
             """
-            UPDATE activity_registration SET status = 'ended', dismissal_date = coalesce(\(dismissalDate), dismissal_date)
+            UPDATE activity_registration
+            SET status = 'ended', dismissal_date = coalesce(\(dismissalDate), dismissal_date)
             WHERE id = \(id) AND status = 'active' RETURNING *
             """
         }

@@ -13,7 +13,8 @@ extension RelayStore {
                     OR EXISTS (SELECT 1 FROM device_live_activity_message WHERE device_uuid = \(uuid))
                 """, as: Bool.self).first ?? false
             guard known else {
-                throw StoreError.notFound("no device \(uuid.uuidString.lowercased()) is registered (list_devices shows them)")
+                throw StoreError.notFound(
+                    "no device \(uuid.uuidString.lowercased()) is registered (list_devices shows them)")
             }
             return uuid
         case .name(let name):
@@ -45,7 +46,8 @@ extension RelayStore {
             FROM (SELECT device_uuid,
                          (array_agg(device_name ORDER BY updated_at DESC) FILTER (WHERE device_name IS NOT NULL))[1]
                              AS device_name,
-                         (array_agg(platform ORDER BY updated_at DESC) FILTER (WHERE platform IS NOT NULL))[1] AS platform,
+                         (array_agg(platform ORDER BY updated_at DESC) FILTER (WHERE platform IS NOT NULL))[1]
+                             AS platform,
                          coalesce(array_agg(right(token, 8) ORDER BY updated_at DESC) FILTER (WHERE token IS NOT NULL),
                                   '{}') AS suffixes,
                          bool_or(has_start) AS has_push_to_start, max(updated_at) AS updated_at
@@ -67,7 +69,8 @@ extension RelayStore {
 
     static func check(limit: Int, range: ClosedRange<Int> = 1...1000) throws {
         guard range.contains(limit) else {
-            throw StoreError.invalidArgument("limit must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+            throw StoreError.invalidArgument(
+                "limit must be a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
     }
 }

@@ -57,7 +57,9 @@ public struct RelayStore: Sendable {
     /// Decodes the rows of a query that selects one value per row.
     public func values<Value: PostgresDecodable & Sendable>(_ query: PostgresQuery, as type: Value.Type) async throws
         -> [Value] {
-        try await withConnection { connection in try await Self.values(query, as: type, on: connection, logger: logger) }
+        try await withConnection { connection in
+            try await Self.values(query, as: type, on: connection, logger: logger)
+        }
     }
 
     static func values<Value: PostgresDecodable & Sendable>(
