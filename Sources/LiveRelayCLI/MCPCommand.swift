@@ -18,11 +18,7 @@ struct MCPCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = bootstrapLogging()
-        guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
-            fail("liverelay: configuration error: DATABASE_URL is required (a postgres:// URL)")
-        }
-        let connector: DatabaseConnector
-        do { connector = try DatabaseConnector(url: url) } catch { fail("liverelay: configuration error: \(error)") }
+        let connector = databaseConnectorFromEnvironment()
         let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger)
         let tools = RelayTools(store: RelayStore(client: pool, logger: logger), logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -39,11 +39,7 @@ struct MigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = bootstrapLogging()
-        guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
-            fail("liverelay: configuration error: DATABASE_URL is required (a postgres:// URL)")
-        }
-        let connector: DatabaseConnector
-        do { connector = try DatabaseConnector(url: url) } catch { fail("liverelay: configuration error: \(error)") }
+        let connector = databaseConnectorFromEnvironment()
         let migrator = try loadMigrator()
         do {
             let report = try await connector.withConnection(logger: logger) { connection in
@@ -56,6 +52,14 @@ struct MigrateCommand: AsyncParsableCommand {
             fail("liverelay: migrate failed: \(safeDescription(error))")
         }
     }
+}
+
+/// The connector for `DATABASE_URL`, or exit with the line that says what is wrong with it.
+func databaseConnectorFromEnvironment() -> DatabaseConnector {
+    guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else {
+        fail("liverelay: configuration error: DATABASE_URL is required (a postgres:// URL)")
+    }
+    do { return try DatabaseConnector(url: url) } catch { fail("liverelay: configuration error: \(error)") }
 }
 
 /// The SQL files, found beside the working directory or the executable.
