@@ -189,6 +189,8 @@ private func printWelcome(httpPort: Int, databaseURL: String, simPort: Int?, fcm
         "  Admin:     Authorization: Bearer \(adminToken)" + (tokenFile.map { "  (kept in \($0))" } ?? ""),
         "  Relay:     http://127.0.0.1:\(httpPort)/  (health: /health, readiness: /ready)",
         "  psql:      psql \"\(databaseURL)\"",
+        "  MCP:       POST http://127.0.0.1:\(httpPort)/mcp with the admin token, or over stdio:"
+            + " DATABASE_URL=\"\(databaseURL)\" liverelay mcp",
     ]
     if let simPort {
         lines.append("  APNs sim:  https://127.0.0.1:\(simPort)  (every accepted push is printed below as 'apns-sim: 200 …')")

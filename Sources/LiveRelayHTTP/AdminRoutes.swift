@@ -46,7 +46,8 @@ struct AdminRoutes: Sendable {
         guard caller.isAdmin || caller.deviceUUID != nil else { throw APIError.unauthorized }
         var device: UUID?
         if let filter = request.uri.queryParameters.get("device_uuid") {
-            guard filter.hasPrefix("eq."), let uuid = UUID(uuidString: String(filter.dropFirst(3))) else {
+            // PostgREST's eq.<uuid>; a bare uuid means the same.
+            guard let uuid = UUID(uuidString: filter.hasPrefix("eq.") ? String(filter.dropFirst(3)) : filter) else {
                 throw APIError.badRequest("device_uuid must be eq.<uuid>")
             }
             device = uuid
@@ -74,13 +75,13 @@ struct AdminRoutes: Sendable {
     static func deliveryFilter(_ parameters: Parameters) throws -> DeliveryFilter {
         var filter = DeliveryFilter()
         filter.sessionID = parameters.get("session_id").flatMap { $0.isEmpty ? nil : $0 }
-        if let text = parameters.get("status"), !text.isEmpty {
+        if let text = parameters.get("status") {
             guard let status = DeliveryStatus(rawValue: text) else {
                 throw APIError.badRequest("status must be sent, failed, coalesced or retrying")
             }
             filter.status = status
         }
-        if let text = parameters.get("transport"), !text.isEmpty {
+        if let text = parameters.get("transport") {
             guard let transport = TransportKind(rawValue: text) else {
                 throw APIError.badRequest("transport must be apns or fcm")
             }

@@ -71,7 +71,7 @@ struct LiveActivityRoutes: Sendable {
             return value
         }
         var device: UUID?
-        if let text = parameters.get("deviceUUID"), !text.isEmpty {
+        if let text = parameters.get("deviceUUID") {
             guard let uuid = UUID(uuidString: text) else { throw APIError.badRequest("deviceUUID must be a UUID") }
             device = uuid
         }

@@ -6,7 +6,8 @@ import Logging
 import NIOCore
 
 /// `POST /mcp`: the MCP tools over Streamable HTTP, on the admin group (the token is checked before the MCP
-/// transport sees the request). `GET` and `DELETE` answer 405 with `Allow: POST`: no server-sent stream, no sessions.
+/// transport sees the request). `GET` and `DELETE` are not routes, so they answer 405 with `Allow: POST` (no
+/// server-sent stream, no sessions), which MCP clients expect.
 struct MCPRoutes: Sendable {
     let endpoint: MCPHTTPEndpoint
 
@@ -16,8 +17,6 @@ struct MCPRoutes: Sendable {
 
     func register(on router: RouterGroup<BasicRequestContext>) {
         router.post("mcp") { request, _ in try await answer(request) }
-        router.get("mcp") { request, _ in try await answer(request) }
-        router.delete("mcp") { request, _ in try await answer(request) }
     }
 
     private func answer(_ request: Request) async throws -> Response {
@@ -26,6 +25,11 @@ struct MCPRoutes: Sendable {
         for field in request.headers where field.name != .authorization {
             headers[field.name.canonicalName] = headers[field.name.canonicalName].map { $0 + ", " + field.value }
                 ?? field.value
+        }
+        // A client that states no preference, or accepts any type, accepts JSON (RFC 9110); the SDK wants it named.
+        let accept = request.headers[.accept] ?? "*/*"
+        if !accept.contains("application/json"), accept.contains("*/*") || accept.contains("application/*") {
+            headers[HTTPField.Name.accept.canonicalName] = accept + ", application/json"
         }
         let reply = await endpoint.respond(
             method: request.method.rawValue, headers: headers, body: Data(buffer: body))
