@@ -117,7 +117,7 @@ extension RelayStore {
 
     /// ActivityKit rotated the activity's push token: the next push goes to the new one (an invalidated row revives).
     public func rotateToken(_ id: UUID, to token: String) async throws -> LiveActivity {
-        try await writeOne(.id(id)) { _ in
+        try await writeOne(.id(id), activeOnly: false) { _ in
             """
             UPDATE activity_registration SET activity_token = \(token),
                 status = CASE WHEN status = 'invalidated' THEN 'active' ELSE status END
@@ -129,25 +129,20 @@ extension RelayStore {
     /// The row id a selector names. A session id may be registered under several pairing secrets: then it is
     /// ambiguous unless only one of those rows is active and `activeOnly` is asked.
     func activityID(_ selector: ActivitySelector, activeOnly: Bool) async throws -> UUID {
-        let rows: [(UUID, String)]
-        switch selector {
-        case .id(let id):
-            rows = try await withConnection { [logger] connection in
-                var found: [(UUID, String)] = []
-                for try await row in try await connection.query(
-                    "SELECT id, status FROM activity_registration WHERE id = \(id)", logger: logger
-                ).decode((UUID, String).self) { found.append(row) }
-                return found
-            }
+        let query: PostgresQuery = switch selector {
+        case .id(let id): "SELECT id, status FROM activity_registration WHERE id = \(id)"
         case .sessionID(let session):
-            rows = try await withConnection { [logger] connection in
-                var found: [(UUID, String)] = []
-                for try await row in try await connection.query("""
-                    SELECT id, status FROM activity_registration WHERE session_id = \(session)
-                    ORDER BY updated_at DESC LIMIT 20
-                    """, logger: logger).decode((UUID, String).self) { found.append(row) }
-                return found
+            """
+            SELECT id, status FROM activity_registration WHERE session_id = \(session)
+            ORDER BY updated_at DESC LIMIT 20
+            """
+        }
+        let rows = try await withConnection { [logger] connection in
+            var found: [(UUID, String)] = []
+            for try await row in try await connection.query(query, logger: logger).decode((UUID, String).self) {
+                found.append(row)
             }
+            return found
         }
         let candidates = activeOnly ? rows.filter { $0.1 == ActivityStatus.active.rawValue } : rows
         guard let first = candidates.first else {
@@ -165,7 +160,7 @@ extension RelayStore {
 
     /// Runs the statement `prepare` returns (it may set transaction settings first) and answers the row it wrote.
     private func writeOne(
-        _ selector: ActivitySelector,
+        _ selector: ActivitySelector, activeOnly: Bool = true,
         _ prepare: @escaping @Sendable (PostgresConnection) async throws -> PostgresQuery
     ) async throws -> LiveActivity {
         let text = try await withTransaction { [logger] connection in
@@ -173,7 +168,7 @@ extension RelayStore {
             query.sql = "WITH a AS (\(query.sql)) SELECT \(Self.activityJSON) FROM a"
             return try await Self.values(query, as: String.self, on: connection, logger: logger).first
         }
-        guard let text else { throw StoreError.notFound("no active \(selector)") }
+        guard let text else { throw StoreError.notFound("no \(activeOnly ? "active " : "")\(selector)") }
         return try Self.decode(LiveActivity.self, from: text)
     }
 }
