@@ -30,6 +30,8 @@ actor CountingTransport: Transport {
     private var requests = 0
     private var responses = 0
     private var waiters: [CheckedContinuation<Void, Never>] = []
+    /// Set once the wait is over (answered or timed out): a waiter that arrives later returns at once.
+    private var released = false
 
     nonisolated let logger: Logger
 
@@ -86,10 +88,11 @@ actor CountingTransport: Transport {
     }
 
     private func park(_ continuation: CheckedContinuation<Void, Never>) {
-        if responses >= requests { continuation.resume() } else { waiters.append(continuation) }
+        if released || responses >= requests { continuation.resume() } else { waiters.append(continuation) }
     }
 
     private func releaseAll() {
+        released = true
         waiters.forEach { $0.resume() }
         waiters.removeAll()
     }
