@@ -42,7 +42,8 @@ extension APNsSimulator {
                 if state.pushes.count > capacity { state.pushes.removeFirst(state.pushes.count - capacity) }
             }
             if printPushes {
-                let line = "apns-sim: 200 \(environment) \(push.pushType ?? "-") \(redactedToken(token)) \(String(decoding: push.payload.compactBytes, as: UTF8.self))\n"
+                let line = "apns-sim: 200 \(environment) \(push.pushType ?? "-") \(redactedToken(token)) "
+                    + "\(push.payload.compactText)\n"
                 FileHandle.standardOutput.write(Data(line.utf8))
             }
             return Response(status: .ok, headers: [HTTPField.Name("apns-id")!: apnsID])

@@ -63,7 +63,7 @@ extension FCMSimulator {
             }
             if printMessages {
                 let data = JSONValue.object(message.data.mapValues { .string($0) })
-                say("fcm-sim: 200 \(redactedToken(token)) \(String(decoding: data.compactBytes, as: UTF8.self))")
+                say("fcm-sim: 200 \(redactedToken(token)) \(data.compactText)")
             }
             let answer = JSONValue.object(["name": .string(message.name)])
             return Response(status: .ok, headers: [.contentType: "application/json; charset=UTF-8"],

@@ -22,7 +22,7 @@ extension FCMSimulator {
             "auth_uri": .string("https://accounts.google.com/o/oauth2/auth"),
             "token_uri": .string(tokenURI),
         ])
-        return String(decoding: account.compactBytes, as: UTF8.self)
+        return account.compactText
     }
 
     /// The credentials that accept what `serviceAccountJSON` describes.

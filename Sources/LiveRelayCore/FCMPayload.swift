@@ -13,7 +13,7 @@ public enum FCMPayload {
         var data: [String: JSONValue] = [
             "liveRelayActivityId": .string(activityID),
             "liveRelayEvent": .string(event.rawValue),
-            "liveRelayContentState": .string(String(decoding: contentState.compactBytes, as: UTF8.self)),
+            "liveRelayContentState": .string(contentState.compactText),
             "liveRelayTimestamp": .string(String(timestamp)),
         ]
         if let sessionID { data["liveRelaySessionId"] = .string(sessionID) }

@@ -46,6 +46,9 @@ public enum JSONValue: Sendable, Hashable {
     }
 
     /// Compact JSON text with object keys sorted, so equal values give equal bytes.
+    /// The value as compact JSON text.
+    public var compactText: String { String(decoding: compactBytes, as: UTF8.self) }
+
     public var compactBytes: [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)

@@ -26,11 +26,6 @@ struct MCPRoutes: Sendable {
             headers[field.name.canonicalName] = headers[field.name.canonicalName].map { $0 + ", " + field.value }
                 ?? field.value
         }
-        // A client that states no preference, or accepts any type, accepts JSON (RFC 9110); the SDK wants it named.
-        let accept = request.headers[.accept] ?? "*/*"
-        if !accept.contains("application/json"), accept.contains("*/*") || accept.contains("application/*") {
-            headers[HTTPField.Name.accept.canonicalName] = accept + ", application/json"
-        }
         let reply = await endpoint.respond(
             method: request.method.rawValue, headers: headers, body: Data(buffer: body))
         var fields = HTTPFields()

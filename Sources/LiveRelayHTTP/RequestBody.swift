@@ -116,17 +116,10 @@ struct BodyFields {
     }
 
     static func date(_ value: JSONValue, _ name: String) throws -> Date {
-        let seconds: Double?
-        switch value {
-        case .integer(let integer): seconds = Double(integer)
-        case .number(let number): seconds = number
-        case .string(let text): seconds = Double(text) ?? ISO8601DateFormatter().date(from: text)?.timeIntervalSince1970
-        default: seconds = nil
-        }
-        guard let seconds, seconds.isFinite, (0...253_402_300_799).contains(seconds) else {
+        guard let date = parseTimestamp(value) else {
             throw APIError.badRequest("\(name) must be epoch seconds or an ISO 8601 date between 1970 and 9999")
         }
-        return Date(timeIntervalSince1970: seconds)
+        return date
     }
 
     /// A decoding error as a sentence naming the field.

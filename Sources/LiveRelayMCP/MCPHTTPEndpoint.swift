@@ -25,7 +25,7 @@ public struct MCPHTTPEndpoint: Sendable {
     public func respond(method: String, headers: [String: String], body: Data?) async -> Reply {
         let transport = StatelessHTTPServerTransport(
             validationPipeline: StandardValidationPipeline(validators: [
-                AcceptHeaderValidator(mode: .jsonOnly), ContentTypeValidator(), ProtocolVersionValidator(),
+                JSONAcceptValidator(), ContentTypeValidator(), ProtocolVersionValidator(),
             ]))
         let server = await tools.makeServer()
         do {

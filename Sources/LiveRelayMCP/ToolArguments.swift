@@ -54,8 +54,7 @@ struct ToolArguments {
         guard case .object = value else {
             throw StoreError.invalidArgument("\(name) must be a JSON object, like {\"progress\": 0.5}")
         }
-        let text = String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
-        return try JSONValue(parsing: text)
+        return try Self.relayValue(value)
     }
 
     func choice<Choice: RawRepresentable & CaseIterable>(_ name: String, as type: Choice.Type) throws -> Choice?
@@ -79,19 +78,17 @@ struct ToolArguments {
         try ActivitySelector(id: try string("id"), sessionID: try string("session_id"))
     }
 
+    /// An MCP value as the relay's JSON value.
+    static func relayValue(_ value: Value) throws -> JSONValue {
+        try JSONValue(parsing: String(decoding: try JSONEncoder().encode(value), as: UTF8.self))
+    }
+
     /// An ISO 8601 date (or epoch seconds).
     func date(_ name: String) throws -> Date? {
-        switch present(name) {
-        case nil: return nil
-        case .int(let seconds)?: return Date(timeIntervalSince1970: Double(seconds))
-        case .double(let seconds)?: return Date(timeIntervalSince1970: seconds)
-        case .string(let text)?:
-            let formatter = ISO8601DateFormatter()
-            if let date = formatter.date(from: text) { return date }
-            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-            if let date = formatter.date(from: text) { return date }
+        guard let value = present(name) else { return nil }
+        guard let date = parseTimestamp(try Self.relayValue(value)) else {
             throw StoreError.invalidArgument("\(name) must be an ISO 8601 date like 2026-11-23T18:30:00Z")
-        default: throw StoreError.invalidArgument("\(name) must be an ISO 8601 date like 2026-11-23T18:30:00Z")
         }
+        return date
     }
 }

@@ -172,8 +172,3 @@ extension RelayStore {
         return try Self.decode(LiveActivity.self, from: text)
     }
 }
-
-extension JSONValue {
-    /// The value as compact JSON text.
-    var compactText: String { String(decoding: compactBytes, as: UTF8.self) }
-}

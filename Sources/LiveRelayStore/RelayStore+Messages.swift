@@ -16,6 +16,12 @@ public struct DeviceMessageWrite: Sendable, Equatable {
 }
 
 extension RelayStore {
+    /// One message row (`m`) as JSON.
+    static let messageJSON = """
+        json_build_object('device_uuid', m.device_uuid, 'message', m.message, 'updated_at', m.updated_at,
+                          'updated_by', m.updated_by)::text
+        """
+
     /// The longest message accepted (the trigger also refuses one that would make a push too large).
     public static let maximumMessageBytes = 4096
 
@@ -47,9 +53,17 @@ extension RelayStore {
     @discardableResult
     public func setMessage(_ message: String, for selector: DeviceSelector, by author: String) async throws
         -> DeviceMessage {
+        guard message.utf8.count <= Self.maximumMessageBytes else {
+            throw StoreError.invalidArgument("message is longer than \(Self.maximumMessageBytes) bytes")
+        }
         let device = try await deviceUUID(selector)
-        try await setMessages([DeviceMessageWrite(device: device, message: message, updatedBy: author)])
-        guard let stored = try await messages(device: device).first else {
+        // One statement writes the row and answers it as stored.
+        guard let stored = try await records("""
+            INSERT INTO device_live_activity_message AS m (device_uuid, message, updated_by)
+            VALUES (\(device), \(message), \(author))
+            ON CONFLICT (device_uuid) DO UPDATE SET message = excluded.message, updated_by = excluded.updated_by
+            RETURNING \(unescaped: Self.messageJSON)
+            """, as: DeviceMessage.self).first else {
             throw StoreError.notFound("the message of \(selector) was not found after writing it")
         }
         return stored
@@ -64,9 +78,8 @@ extension RelayStore {
     /// The messages of one device, or of all (at most 1000).
     public func messages(device: UUID?) async throws -> [DeviceMessage] {
         try await records("""
-            SELECT json_build_object('device_uuid', device_uuid, 'message', message, 'updated_at', updated_at,
-                                     'updated_by', updated_by)::text
-            FROM device_live_activity_message WHERE \(device)::uuid IS NULL OR device_uuid = \(device)
+            SELECT \(unescaped: Self.messageJSON) FROM device_live_activity_message m
+            WHERE \(device)::uuid IS NULL OR m.device_uuid = \(device)
             ORDER BY device_uuid LIMIT 1000
             """, as: DeviceMessage.self)
     }

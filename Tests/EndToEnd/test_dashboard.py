@@ -150,7 +150,8 @@ def test_phone_width_has_no_sideways_scrolling(stack):
         assert button(row, "Send").is_displayed() and message_input(row).is_displayed()
         if os.environ.get("DASHBOARD_SCREENSHOT"):
             driver.set_window_size(1280, 1000)
-            time.sleep(0.3)  # let the layout settle before the picture; nothing is asserted on it
+            # Two animation frames: the page has laid itself out at the new width before the picture.
+            driver.execute_async_script("requestAnimationFrame(() => requestAnimationFrame(arguments[0]))")
             driver.save_screenshot(os.environ["DASHBOARD_SCREENSHOT"])
     finally:
         driver.quit()

@@ -72,11 +72,14 @@ struct MCPToolTests {
                         arguments: ["deviceName": "kitchen ipad", "message": "Soup!"])
                     #expect(isError != true, "\(Self.text(content))")
                     #expect(Self.text(content).contains(device.uuidString.lowercased()))
-                    let pushes = try await h.waitForPushes { pushes in
-                        pushes.contains { $0.token == token && $0.payload.objectValue?["aps"]?
-                            .objectValue?["content-state"]?.objectValue?["note"] == .string("Soup!") }
+                    func carriesNote(_ push: RecordedPush) -> Bool {
+                        push.payload.objectValue?["aps"]?.objectValue?["content-state"]?.objectValue?["note"]
+                            == .string("Soup!")
                     }
-                    #expect(!pushes.isEmpty)
+                    let pushes = try await h.waitForPushes { $0.contains(where: carriesNote) }
+                    // The device's two token rows are one device with one activity: one push, to its token.
+                    let noted = pushes.filter(carriesNote)
+                    #expect(noted.count == 1 && noted.first?.token == token && noted.first?.pushType == "liveactivity")
                     let (read, _) = try await client.callTool(
                         name: "get_live_activity_message", arguments: ["device_uuid": .string(device.uuidString)])
                     #expect(Self.text(read).contains("Soup!"))
@@ -154,6 +157,12 @@ struct MCPToolTests {
                 let answer = try await api.post("/mcp", initialize, headers: RelayHTTP.admin + [accept])
                 #expect(answer.status == 200)
                 #expect(answer["result"]?.objectValue?["serverInfo"]?.objectValue?["name"] == .string("liverelay"))
+                // No Accept (or */*) accepts JSON; an Accept that rules JSON out is 406.
+                #expect(try await api.post("/mcp", initialize, headers: RelayHTTP.admin).status == 200)
+                #expect(try await api.post("/mcp", initialize, headers: RelayHTTP.admin + [("Accept", "*/*")])
+                    .status == 200)
+                #expect(try await api.post("/mcp", initialize, headers: RelayHTTP.admin + [("Accept", "text/html")])
+                    .status == 406)
                 let stream = try await api.request(.GET, "/mcp", headers: RelayHTTP.admin + [accept])
                 #expect(stream.status == 405)
             }

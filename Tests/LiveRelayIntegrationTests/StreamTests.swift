@@ -98,8 +98,10 @@ struct StreamTests {
                 try await h.registerActivity(session: "ses_all", device: device)
                 let all = try await SSEClient(port: port, query: "channel=*", headers: RelayHTTP.admin)
                 #expect(all.status == 200)
-                try await h.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'hi')")
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 'ses_all'"#)
+                try await h.sql(
+                    "INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'hi')")
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 'ses_all'"#)
                 let events = try await all.wait { events in
                     Set(events.map(\.name)).isSuperset(of: ["live-activity-message", "activity-update", "deliveries"])
                 }
