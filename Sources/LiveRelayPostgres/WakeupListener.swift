@@ -105,6 +105,9 @@ public final class WakeupListener: Service, Sendable {
             }
         }
         state.withLock { $0.connected = false }
+        // Goodbye: writers stop counting on this relay at once. Not when cancelled (that must end now, and a new
+        // connection can take seconds on a loaded machine): the row then goes stale, ignored after 2 minutes.
+        guard !Task.isCancelled else { return }
         _ = try? await connector.withConnection(logger: logger) { connection in
             try await connection.query("DELETE FROM relay_wakeup WHERE instance_id = \(self.instanceID)", logger: self.logger)
         }
