@@ -141,6 +141,17 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
+        // Lifecycle webhooks: the HTTP client that POSTs signed events, and the guard on the addresses it may reach.
+        .target(
+            name: "LiveRelayWebhooks",
+            dependencies: [
+                "LiveRelayCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         // The foreground stream: the broadcast log tailed and handed to SSE subscribers.
         .target(
             name: "LiveRelayStream",
@@ -156,7 +167,7 @@ let package = Package(
             name: "LiveRelayHTTP",
             dependencies: [
                 "LiveRelayCore", "LiveRelayPostgres", "LiveRelayStream", "LiveRelayDelivery", "LiveRelayStore",
-                "LiveRelayMCP",
+                "LiveRelayMCP", "LiveRelayWebhooks",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -193,7 +204,7 @@ let package = Package(
             name: "LiveRelayServer",
             dependencies: [
                 "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs", "LiveRelayFCM", "LiveRelayHTTPServer",
-                "LiveRelayDelivery", "LiveRelayStream", "LiveRelayHTTP",
+                "LiveRelayDelivery", "LiveRelayStream", "LiveRelayHTTP", "LiveRelayWebhooks",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -225,7 +236,7 @@ let package = Package(
             name: "LiveRelayIntegrationTests",
             dependencies: [
                 "LiveRelayServer", "LiveRelayDelivery", "LiveRelayStream", "LiveRelayDevSupport", "APNsSimulator",
-                "FCMSimulator", "LiveRelayHTTPServer", "LiveRelayStore", "LiveRelayMCP",
+                "FCMSimulator", "LiveRelayHTTPServer", "LiveRelayStore", "LiveRelayMCP", "LiveRelayWebhooks",
                 .product(name: "MCP", package: "swift-sdk"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -5,20 +5,29 @@
 -- claim has acquired the locks, so it sees everything the previous holder of a lock committed (what it sent, and
 -- the state it sent). Read in the claim statement's own snapshot, taken before the locks, a relay could build a
 -- push from an older state than one another relay sent meanwhile, and send it after that one.
-CREATE OR REPLACE FUNCTION liverelay_locked_activity_states(ids uuid[])
+-- Their return types grew in issue 12 (the update budget, late tokens): replaced, not altered.
+DROP FUNCTION IF EXISTS liverelay_claim_batch(integer);
+DROP FUNCTION IF EXISTS liverelay_locked_activity_states(uuid[]);
+CREATE FUNCTION liverelay_locked_activity_states(ids uuid[])
 RETURNS TABLE (id uuid, activity_token text, bundle_id text, apns_env text, status text, content_state text,
                stale_date bigint, dismissal_date bigint, relevance_score double precision, priority integer,
-               has_message boolean, message text, last_timestamp bigint, last_payload text, platform text)
+               has_message boolean, message text, last_timestamp bigint, last_payload text, platform text,
+               frequent_updates boolean, priority10_last_hour integer)
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     RETURN QUERY
     SELECT a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state::text,
-           floor(extract(epoch FROM a.stale_date))::bigint, floor(extract(epoch FROM a.dismissal_date))::bigint,
+           -- An activity without a stale date of its own gets its type's default, counted from its last write.
+           floor(extract(epoch FROM coalesce(a.stale_date, a.updated_at + t.stale_after)))::bigint,
+           floor(extract(epoch FROM a.dismissal_date))::bigint,
            a.relevance_score, a.priority::integer, m.device_uuid IS NOT NULL, m.message,
-           s.last_timestamp, encode(s.last_payload, 'hex'), a.platform
+           s.last_timestamp, encode(s.last_payload, 'hex'), a.platform, a.frequent_updates,
+           (SELECT count(*)::integer FROM unnest(s.priority10_sent_at) AS p(at)
+            WHERE p.at > extract(epoch FROM now()) - 3600)
     FROM activity_registration a
     LEFT JOIN device_live_activity_message m ON m.device_uuid = a.device_uuid
     LEFT JOIN activity_delivery_state s ON s.activity_id = a.id
+    LEFT JOIN activity_type_setting t ON t.attributes_type = a.attributes_type
     WHERE a.id = ANY(ids);
 END $$;
 
@@ -32,14 +41,15 @@ DROP FUNCTION IF EXISTS liverelay_claim(integer);
 -- a snapshot taken after the locks. Every claimed row comes back (`locked` says whether its activity may be sent
 -- now), with the activity's state beside it; the locks last until the caller's transaction ends. The caller plans
 -- it afresh on every call (plan_cache_mode = force_custom_plan): the outbox swings between empty and 100,000 rows.
-CREATE OR REPLACE FUNCTION liverelay_claim_batch(batch integer)
+CREATE FUNCTION liverelay_claim_batch(batch integer)
 RETURNS TABLE (id bigint, kind text, platform text, activity_id uuid, event_type text, secret_hash text,
                session_id text, device_token text, bundle_id text, apns_env text, payload text, priority integer,
                apns_id uuid, request_id uuid, enqueued_at double precision, attempts integer, db_now bigint,
                locked boolean, state_id uuid, activity_token text, state_bundle_id text, state_apns_env text,
                status text, content_state text, stale_date bigint, dismissal_date bigint,
                relevance_score double precision, state_priority integer, has_message boolean, message text,
-               last_timestamp bigint, last_payload text, state_platform text)
+               last_timestamp bigint, last_payload text, state_platform text, frequent_updates boolean,
+               priority10_last_hour integer)
 LANGUAGE sql VOLATILE AS $$
     WITH claimed AS MATERIALIZED (
         SELECT id, kind, platform, activity_id, event_type, secret_hash, session_id, device_token, bundle_id,
@@ -62,40 +72,50 @@ LANGUAGE sql VOLATILE AS $$
            floor(extract(epoch FROM clock_timestamp()))::int8, l.activity_id IS NOT NULL,
            a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state,
            a.stale_date, a.dismissal_date, a.relevance_score, a.priority, coalesce(a.has_message, false), a.message,
-           a.last_timestamp, a.last_payload, a.platform
+           a.last_timestamp, a.last_payload, a.platform, coalesce(a.frequent_updates, false),
+           coalesce(a.priority10_last_hour, 0)
     FROM claimed c
     LEFT JOIN locked l ON l.activity_id = c.activity_id
     LEFT JOIN states a ON a.id = l.activity_id
     ORDER BY c.next_attempt_at, c.id;
 $$;
 
--- The common outcomes of one batch, in one statement (one round trip): its delivery_log rows, finished rows removed
--- from the outbox, retries rescheduled after their delay, and what was sent remembered per activity. The log arrays
--- run in parallel (one element per log row), as do the retry and sent arrays.
+-- The common outcomes of one batch, in one statement (one round trip) and the lifecycle events they mean: its
+-- delivery_log rows, finished rows removed from the outbox, retries rescheduled after their delay, and what was sent
+-- remembered per activity (with the priority-10 sends of the last hour, for the update budget). The log arrays run
+-- in parallel (one element per log row; `log_lifecycle` is the event a row's outcome emits, or ''), as do the retry
+-- and sent arrays.
+DROP FUNCTION IF EXISTS liverelay_record_batch(text[], text[], text[], text[], text[], bigint[], text[], text[],
+    text[], text[], uuid[], integer[], text[], integer[], double precision[], text[], text[], bigint[], bigint[],
+    bigint[], text[], uuid[], bigint[], text[]);
 CREATE OR REPLACE FUNCTION liverelay_record_batch(
     log_secret_hash text[], log_event_type text[], log_session_id text[], log_status text[], log_error text[],
     log_outbox_id bigint[], log_activity_id text[], log_push_type text[], log_apns_env text[], log_token_suffix text[],
     log_apns_id uuid[], log_provider_status integer[], log_provider_reason text[], log_attempt integer[],
-    log_latency_ms double precision[], log_request_id text[], log_transport text[],
+    log_latency_ms double precision[], log_request_id text[], log_transport text[], log_priority integer[],
+    log_priority_reason text[], log_lifecycle text[],
     finished_ids bigint[], retry_ids bigint[], retry_delays_ms bigint[], retry_errors text[],
-    sent_ids uuid[], sent_timestamps bigint[], sent_hashes text[]
+    sent_ids uuid[], sent_timestamps bigint[], sent_hashes text[], sent_priority10 boolean[]
 ) RETURNS void
 LANGUAGE sql VOLATILE AS $$
     WITH logged AS (
         INSERT INTO delivery_log (secret_hash, event_type, session_id, status, error, outbox_id, activity_id, push_type,
                                   apns_env, token_suffix, apns_id, apns_status, apns_reason, attempt, latency_ms,
-                                  request_id, transport, provider_status, provider_reason)
+                                  request_id, transport, provider_status, provider_reason, priority, priority_reason)
         SELECT nullif(l.secret_hash, ''), l.event_type, nullif(l.session_id, ''), l.status, nullif(l.error, ''),
                l.outbox_id, nullif(l.activity_id, '')::uuid, nullif(l.push_type, ''), nullif(l.apns_env, ''),
                nullif(l.token_suffix, ''), l.apns_id,
                CASE WHEN l.transport = 'apns' THEN nullif(l.status_code, 0) END,
                CASE WHEN l.transport = 'apns' THEN nullif(l.reason, '') END, l.attempt, nullif(l.latency_ms, -1),
-               nullif(l.request_id, '')::uuid, nullif(l.transport, ''), nullif(l.status_code, 0), nullif(l.reason, '')
+               nullif(l.request_id, '')::uuid, nullif(l.transport, ''), nullif(l.status_code, 0), nullif(l.reason, ''),
+               nullif(l.priority, 0)::smallint, nullif(l.priority_reason, '')
         FROM unnest(log_secret_hash, log_event_type, log_session_id, log_status, log_error, log_outbox_id,
                     log_activity_id, log_push_type, log_apns_env, log_token_suffix, log_apns_id, log_provider_status,
-                    log_provider_reason, log_attempt, log_latency_ms, log_request_id, log_transport)
+                    log_provider_reason, log_attempt, log_latency_ms, log_request_id, log_transport, log_priority,
+                    log_priority_reason)
              AS l(secret_hash, event_type, session_id, status, error, outbox_id, activity_id, push_type, apns_env,
-                  token_suffix, apns_id, status_code, reason, attempt, latency_ms, request_id, transport)
+                  token_suffix, apns_id, status_code, reason, attempt, latency_ms, request_id, transport, priority,
+                  priority_reason)
     ), announced AS (
         -- One summary per batch on the admin channel, so a dashboard sees outcomes as they are recorded.
         INSERT INTO broadcast_log (channels, event, data)
@@ -113,13 +133,28 @@ LANGUAGE sql VOLATILE AS $$
         FROM unnest(retry_ids, retry_delays_ms, retry_errors) AS r(id, delay_ms, error)
         WHERE o.id = r.id
     )
-    INSERT INTO activity_delivery_state (activity_id, last_timestamp, last_payload, last_sent_at)
-    SELECT s.id, s.ts, decode(s.hash, 'hex'), now()
-    FROM unnest(sent_ids, sent_timestamps, sent_hashes) AS s(id, ts, hash)
+    INSERT INTO activity_delivery_state (activity_id, last_timestamp, last_payload, last_sent_at, priority10_sent_at)
+    SELECT s.id, s.ts, decode(s.hash, 'hex'), now(),
+           CASE WHEN s.priority10 THEN ARRAY[extract(epoch FROM now())::bigint] ELSE '{}' END
+    FROM unnest(sent_ids, sent_timestamps, sent_hashes, sent_priority10) AS s(id, ts, hash, priority10)
     JOIN activity_registration a ON a.id = s.id
     ON CONFLICT (activity_id) DO UPDATE
     SET last_timestamp = excluded.last_timestamp, last_payload = excluded.last_payload,
-        last_sent_at = excluded.last_sent_at;
+        last_sent_at = excluded.last_sent_at,
+        priority10_sent_at = ARRAY(SELECT p FROM unnest(activity_delivery_state.priority10_sent_at) AS p
+                                   WHERE p > extract(epoch FROM now())::bigint - 3600)
+                             || excluded.priority10_sent_at;
+
+    -- The lifecycle events of these outcomes (in the order of the log rows), with the delivery each reports.
+    SELECT liverelay_emit_lifecycle(
+               array_agg(l.type ORDER BY l.ord), array_agg(l.activity_id::uuid ORDER BY l.ord),
+               array_agg(json_build_object('transport', l.transport, 'status', l.status,
+                                           'reason', coalesce(nullif(l.reason, ''), nullif(l.error, '')),
+                                           'latency_ms', nullif(l.latency_ms, -1)) ORDER BY l.ord), false)
+    FROM unnest(log_lifecycle, log_activity_id, log_transport, log_status, log_provider_reason, log_error,
+                log_latency_ms) WITH ORDINALITY AS l(type, activity_id, transport, status, reason, error, latency_ms, ord)
+    WHERE l.type <> '' AND l.activity_id <> ''
+    HAVING count(*) > 0;
 $$;
 
 -- Dead tokens (DESIGN.md): an activity's token turns the activity `invalidated` (only while the row still holds that
@@ -135,6 +170,7 @@ BEGIN
     WHERE a.id = d.id AND a.activity_token = d.token AND a.status <> 'invalidated';
     DELETE FROM device_registration WHERE device_token = ANY(device_tokens);
     UPDATE device_registration SET push_to_start_token = NULL WHERE push_to_start_token = ANY(start_tokens);
+    DELETE FROM device_push_to_start WHERE token = ANY(start_tokens);
 END $$;
 
 -- APNs tokens that answered only in the other environment: every registration holding them moves there.

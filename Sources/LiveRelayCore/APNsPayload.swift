@@ -27,7 +27,8 @@ public enum APNsPayload {
         return .object(["aps": .object(aps)])
     }
 
-    /// A push-to-start payload: `event: start` with the attributes the app's widget is declared with.
+    /// A push-to-start payload: `event: start` with the attributes the app's widget is declared with, and iOS 18's
+    /// `input-push-token: 1`, which makes the system hand the new activity's update token to the app.
     public static func pushToStart(
         timestamp: Int64,
         attributesType: String,
@@ -42,6 +43,7 @@ public enum APNsPayload {
             "attributes-type": .string(attributesType),
             "attributes": attributes,
             "alert": alert,
+            "input-push-token": .integer(1),
         ])])
     }
 

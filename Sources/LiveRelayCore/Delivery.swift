@@ -16,6 +16,8 @@ public struct Delivery: Sendable, Hashable {
     public var content: Content
     /// 10 (now) or 5 (when power allows); FCM sends every Live Activity message at high priority.
     public var priority: Int
+    /// Why `priority` is what it is.
+    public var priorityReason: PriorityReason = .requested
     /// Epoch seconds after which the message is useless (`apns-expiration`, FCM's `ttl`).
     public var expiration: Int64
     /// The same across retries of one delivery (`apns-id`; FCM's idempotency is per message).

@@ -33,6 +33,9 @@ public struct DeliveryPlanner: Sendable {
     /// Seconds a message stays deliverable (`apns-expiration`, FCM's `ttl`).
     public var liveActivityExpirationSeconds: Int64 = 3600
     public var alertExpirationSeconds: Int64 = 86_400
+    /// The update budget: priority-10 pushes an activity may get an hour before its updates go at 5
+    /// (`LIVERELAY_PRIORITY10_PER_HOUR`; doubled for activities with `frequent_updates`).
+    public var priority10PerHour = 120
 
     public init() {}
 
@@ -73,6 +76,11 @@ public struct DeliveryPlanner: Sendable {
                 settle(.failed, "TokenInvalidated")
                 continue
             }
+            // The state stays in the activity's row: the token's arrival queues a push of the latest one.
+            guard let token = snapshot.activityToken else {
+                settle(.coalesced, "AwaitingToken")
+                continue
+            }
             // An Android activity created through the API begins with `start` (the app shows its notification then).
             let starts = snapshot.platform == .android && activityRows.contains { $0.eventType == "start" }
             let event: LiveActivityEvent = snapshot.status == .ended ? .end : starts ? .start : .update
@@ -81,41 +89,61 @@ public struct DeliveryPlanner: Sendable {
                 staleDate: snapshot.staleDate, dismissalDate: snapshot.dismissalDate,
                 relevanceScore: snapshot.relevanceScore,
                 alert: activityRows.lazy.compactMap { $0.payload?.objectValue?["alert"] }.first)
-            let stateHash = Self.stateHash(of: content)
+            let stateHash = Self.stateHash(of: content, token: token)
             if stateHash == snapshot.lastPayloadHash {
                 settle(.coalesced, "SameStateAlreadySent")
                 continue
             }
-            let priority = event == .end || content.alert != nil
-                ? 10 : max(snapshot.priority, activityRows.compactMap(\.priority).max() ?? 0)
-            let delivery = Delivery(
-                platform: snapshot.platform, kind: .activity, token: snapshot.activityToken,
+            let requested = max(snapshot.priority, activityRows.compactMap(\.priority).max() ?? 0)
+            let (priority, reason) = priority(of: content, requested: requested, snapshot: snapshot)
+            var delivery = Delivery(
+                platform: snapshot.platform, kind: .activity, token: token,
                 content: .liveActivity(content), priority: priority, expiration: now + liveActivityExpirationSeconds,
                 id: activityRows[0].apnsID,
                 bundleID: snapshot.bundleID, environment: snapshot.environment, activityID: activityID,
                 sessionID: activityRows[0].sessionID, timestamp: max(now, snapshot.lastTimestamp ?? 0))
+            delivery.priorityReason = reason
             plan.pushes.append(
                 Push(delivery: delivery, rows: activityRows, stateHash: stateHash, eventType: event.rawValue))
         }
         return plan
     }
 
-    /// Identifies a state (the APNs payload without its timestamp: the same for every transport).
-    static func stateHash(of content: LiveActivityContent) -> String {
+    /// The priority of a Live Activity push, and why: `end`, a start and alert-carrying updates always go at 10;
+    /// an update goes at the requested priority until the activity has had `priority10PerHour` priority-10 pushes
+    /// in the last hour, then at 5 (APNs only: the budget is Apple's).
+    func priority(of content: LiveActivityContent, requested: Int, snapshot: ActivitySnapshot)
+        -> (Int, PriorityReason) {
+        switch content.event {
+        case .end: return (10, .end)
+        case .start: return (10, .start)
+        case .update: break
+        }
+        if content.alert != nil { return (10, .alert) }
+        guard requested >= 10 else { return (5, .requested) }
+        let limit = priority10PerHour * (snapshot.frequentUpdates ? 2 : 1)
+        if snapshot.platform == .ios && snapshot.priority10LastHour >= limit { return (5, .budget) }
+        return (10, .requested)
+    }
+
+    /// Identifies a state sent to a token (the APNs payload without its timestamp, the same for every transport, and
+    /// the token: a new token has been sent nothing yet).
+    static func stateHash(of content: LiveActivityContent, token: String) -> String {
         let payload = APNsPayload.liveActivity(
             event: content.event, timestamp: 0, contentState: content.contentState, staleDate: content.staleDate,
             dismissalDate: content.dismissalDate, relevanceScore: content.relevanceScore, alert: content.alert)
-        return hexString(SHA256.hash(data: payload.compactBytes))
+        return hexString(SHA256.hash(data: payload.compactBytes + Array(token.utf8)))
     }
 
     private func directPush(_ row: OutboxRow, now: Int64) -> Push? {
         guard let token = row.deviceToken, let bundleID = row.bundleID, let payload = row.payload else { return nil }
-        let delivery = Delivery(
+        var delivery = Delivery(
             platform: row.platform, kind: row.kind, token: token, content: .prepared(payload),
             priority: row.priority ?? 10,
             expiration: now + (row.kind == .start ? liveActivityExpirationSeconds : alertExpirationSeconds),
             id: row.apnsID, bundleID: bundleID, environment: row.environment ?? .production, sessionID: row.sessionID,
             timestamp: now)
+        delivery.priorityReason = row.kind == .start ? .start : .requested
         return Push(delivery: delivery, rows: [row], stateHash: nil, eventType: row.eventType)
     }
 }

@@ -52,7 +52,8 @@ public struct OutboxRow: Sendable, Hashable {
 /// An activity's state as read when its push is built.
 public struct ActivitySnapshot: Sendable, Hashable {
     public var id: UUID
-    public var activityToken: String
+    /// Nil while the activity waits for its update token (created by a push-to-start, or without one).
+    public var activityToken: String?
     public var bundleID: String
     public var environment: APNsEnvironment
     public var status: ActivityStatus
@@ -66,13 +67,20 @@ public struct ActivitySnapshot: Sendable, Hashable {
     public var message: String?
     public var lastTimestamp: Int64?
     public var lastPayloadHash: String?
+    /// `frequent_updates`: the app declares `NSSupportsLiveActivitiesFrequentUpdates` (double budget).
+    public var frequentUpdates: Bool
+    /// Priority-10 pushes the push service accepted for this activity in the last hour.
+    public var priority10LastHour: Int
 
     public init(
-        id: UUID, activityToken: String, bundleID: String, environment: APNsEnvironment, status: ActivityStatus,
+        id: UUID, activityToken: String?, bundleID: String, environment: APNsEnvironment, status: ActivityStatus,
         platform: Platform = .ios,
         contentState: JSONValue?, staleDate: Int64? = nil, dismissalDate: Int64? = nil, relevanceScore: Double? = nil,
-        priority: Int = 10, message: String? = nil, lastTimestamp: Int64? = nil, lastPayloadHash: String? = nil
+        priority: Int = 10, message: String? = nil, lastTimestamp: Int64? = nil, lastPayloadHash: String? = nil,
+        frequentUpdates: Bool = false, priority10LastHour: Int = 0
     ) {
+        self.frequentUpdates = frequentUpdates
+        self.priority10LastHour = priority10LastHour
         self.id = id
         self.activityToken = activityToken
         self.bundleID = bundleID

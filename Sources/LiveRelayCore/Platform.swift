@@ -24,6 +24,11 @@ public enum TransportKind: String, Sendable, Hashable, CaseIterable, Codable {
     }
 }
 
+/// `delivery_log.transport`: a push service, or the webhooks of lifecycle events.
+public enum LoggedTransport: String, Sendable, Hashable, CaseIterable, Codable {
+    case apns, fcm, webhook
+}
+
 /// `activity_registration.status`.
 public enum ActivityStatus: String, Sendable, Hashable, CaseIterable, Codable {
     case active, ended, invalidated

@@ -69,6 +69,11 @@ public struct RelayConfiguration: Sendable {
         configuration.delivery.retry.maximumDelaySeconds = Double(try reader.integer(
             "LIVERELAY_RETRY_MAX_DELAY_MS", default: 60_000, range: 100...3_600_000)) / 1000
         configuration.delivery.retry.maximumAttempts = try reader.integer("LIVERELAY_RETRY_MAX_ATTEMPTS", default: 12, range: 1...100)
+        configuration.delivery.priority10PerHour = try reader.integer(
+            "LIVERELAY_PRIORITY10_PER_HOUR", default: 120, range: 0...3600)
+        configuration.delivery.activityMaxAgeSeconds = try reader.duration(
+            "LIVERELAY_ACTIVITY_MAX_AGE", default: 8 * 3600, range: 1...(7 * 86_400))
+        configuration.delivery.allowPrivateWebhooks = try reader.boolean("LIVERELAY_WEBHOOK_ALLOW_PRIVATE")
         return configuration
     }
 }
@@ -131,6 +136,13 @@ public struct DeliveryConfiguration: Sendable {
     public var batchSize: Int = 500
     public var pollIntervalMilliseconds: Int = 500
     public var retry: RetryPolicy = .init()
+    /// `LIVERELAY_PRIORITY10_PER_HOUR`: an activity's priority-10 budget (one every 30 s; doubled with
+    /// `frequent_updates`, one every 15 s, about what Apple's engineers say the frequent-updates budget allows).
+    public var priority10PerHour = 120
+    /// `LIVERELAY_ACTIVITY_MAX_AGE`: an active activity older than this (since its last start) is ended.
+    public var activityMaxAgeSeconds: Double = 8 * 3600
+    /// `LIVERELAY_WEBHOOK_ALLOW_PRIVATE`: webhooks may reach loopback, private and link-local addresses.
+    public var allowPrivateWebhooks = false
     public init() {}
 }
 
@@ -184,6 +196,31 @@ struct EnvironmentReader {
             throw ConfigurationError(name: name, problem: "must be a whole number in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
         }
         return value
+    }
+
+    /// A duration: a number with `s`, `m`, `h` or `d` (a bare number is seconds), e.g. `8h`, `90m`, `30s`.
+    func duration(_ name: String, default defaultValue: Double, range: ClosedRange<Double>) throws -> Double {
+        guard let text = optional(name) else { return defaultValue }
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        let unit = text.last.flatMap { units[$0] }
+        let number = Double(unit == nil ? text : String(text.dropLast()))
+        guard let number, number.isFinite, range.contains(number * (unit ?? 1)) else {
+            throw ConfigurationError(name: name, problem: """
+                must be a duration such as 8h, 90m or 30s, between \(Int(range.lowerBound)) s and \
+                \(Int(range.upperBound / 86_400)) days; got "\(text)"
+                """)
+        }
+        return number * (unit ?? 1)
+    }
+
+    /// `true` or `false` (also 1/0, yes/no); false when unset.
+    func boolean(_ name: String) throws -> Bool {
+        guard let text = optional(name)?.lowercased() else { return false }
+        switch text {
+        case "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        default: throw ConfigurationError(name: name, problem: "must be true or false, got \"\(text)\"")
+        }
     }
 
     func httpsURL(_ name: String, default defaultValue: String) throws -> String {

@@ -19,7 +19,7 @@ public final class DeliveryWorker: Service, Sendable {
     private let configuration: DeliveryConfiguration
     private let logger: Logger
     private let store: OutboxStore
-    private let planner = DeliveryPlanner()
+    private let planner: DeliveryPlanner
     private let gateID: Int
     private let doorbell: Doorbell
     private let stopping: StopSignal
@@ -35,6 +35,9 @@ public final class DeliveryWorker: Service, Sendable {
         self.listener = listener
         self.transports = Dictionary(transports.map { ($0.kind, $0) }, uniquingKeysWith: { first, _ in first })
         self.configuration = configuration
+        var planner = DeliveryPlanner()
+        planner.priority10PerHour = configuration.priority10PerHour
+        self.planner = planner
         self.logger = logger
         self.store = OutboxStore(logger: logger)
         (self.gateID, self.doorbell) = listener.register(sharesWork: true)
@@ -171,6 +174,9 @@ public final class DeliveryWorker: Service, Sendable {
         if let metrics {
             for entry in outcome.logs {
                 metrics.recordOutcome(status: entry.status, reason: entry.providerReason, transport: entry.transport)
+                if let priority = entry.priority, let reason = entry.priorityReason, entry.status != .retrying {
+                    metrics.recordPriority(priority, reason: reason)
+                }
                 if let latency = entry.latencyMilliseconds, let transport = entry.transport,
                    entry.status != .coalesced {
                     metrics.recordCommitToDelivery(seconds: latency / 1000, transport: transport)
@@ -223,9 +229,17 @@ public final class DeliveryWorker: Service, Sendable {
                 providerReason: answered ? result.providerReason : nil,
                 latencyMilliseconds: row.id == newest.id && configured ? latency : nil)
         }
-        func finish(_ status: DeliveryStatus, _ error: String?) {
+        func finish(_ status: DeliveryStatus, _ error: String?, deadToken: Bool = false) {
             outcome.finishedRowIDs += push.rows.map(\.id)
-            outcome.logs.append(log(newest, status, error, answered: true))
+            var entry = log(newest, status, error, answered: true)
+            entry.priority = delivery.priority
+            entry.priorityReason = delivery.priorityReason
+            if newest.activityID != nil {
+                entry.lifecycle = LifecycleEvent.forOutcome(
+                    kind: newest.kind, event: LiveActivityEvent(rawValue: push.eventType), status: status,
+                    deadToken: deadToken)
+            }
+            outcome.logs.append(entry)
             outcome.logs += push.rows.dropFirst().map {
                 log($0, .coalesced, "superseded by outbox row \(newest.id)", answered: false)
             }
@@ -241,7 +255,10 @@ public final class DeliveryWorker: Service, Sendable {
                 random: Double.random(in: 0...1)) {
                 outcome.retries += push.rows.map { .init(rowID: $0.id, delaySeconds: delay, error: error) }
                 let next = "\(error); next attempt in \(Int(delay * 1000)) ms"
-                outcome.logs.append(log(newest, .retrying, next, answered: true))
+                var entry = log(newest, .retrying, next, answered: true)
+                entry.priority = delivery.priority
+                entry.priorityReason = delivery.priorityReason
+                outcome.logs.append(entry)
             } else {
                 finish(.failed, "gave up after \(attempts + 1) attempts: \(error)")
             }
@@ -250,14 +267,15 @@ public final class DeliveryWorker: Service, Sendable {
         case .delivered:
             finish(.sent, nil)
             if let activityID = push.activityID, let hash = push.stateHash {
-                outcome.sentStates.append(.init(activityID: activityID, timestamp: push.timestamp, stateHash: hash))
+                outcome.sentStates.append(.init(activityID: activityID, timestamp: push.timestamp, stateHash: hash,
+                                                priority10: delivery.priority >= 10))
             }
             if let environment = result.environment, environment != delivery.environment {
                 outcome.environmentChanges.append(.init(token: delivery.token, environment: environment))
             }
         case .deadToken:
             let reason = result.providerReason ?? "InvalidToken"
-            finish(.failed, "token invalidated: \(reason)")
+            finish(.failed, "token invalidated: \(reason)", deadToken: true)
             logger.info("token invalidated", metadata: [
                 "token": "\(redactedToken(delivery.token))", "reason": "\(reason)",
                 "transport": "\(transport.rawValue)",

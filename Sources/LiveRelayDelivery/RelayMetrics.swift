@@ -31,6 +31,24 @@ public struct RelayMetrics: Sendable {
         }
     }
 
+    /// The priority a push went at and why (`budget`: the activity's priority-10 budget was spent).
+    public func recordPriority(_ priority: Int, reason: PriorityReason) {
+        Counter(label: "liverelay_push_priority_total", dimensions: [
+            ("priority", "\(priority)"), ("reason", reason.rawValue),
+        ], factory: factory).increment()
+    }
+
+    /// One webhook request's outcome, and (delivered) the time from the event's write to the receiver's answer.
+    public func recordWebhook(status: DeliveryStatus, eventType: String, latencySeconds: Double?) {
+        Counter(label: "liverelay_webhook_deliveries_total", dimensions: [
+            ("status", status.rawValue), ("event", eventType),
+        ], factory: factory).increment()
+        if let latencySeconds {
+            Timer(label: "liverelay_event_to_webhook_seconds", factory: factory)
+                .recordNanoseconds(Int64(latencySeconds * 1_000_000_000))
+        }
+    }
+
     /// Time from the write's commit (outbox row) to the push service's answer.
     public func recordCommitToDelivery(seconds: Double, transport: TransportKind) {
         let nanoseconds = Int64(seconds * 1_000_000_000)

@@ -7,7 +7,9 @@ import LiveRelayStore
 /// `POST /v1/live-activities`.
 struct CreateLiveActivityBody: Decodable {
     var platform: Platform
-    var token: String
+    /// Nil: the activity waits for its token (`PUT /v1/live-activities/{id}/token`), keeping its state meanwhile.
+    var token: String?
+    var frequentUpdates: Bool
     var bundleID: String?
     var environment: APNsEnvironment
     var activityType: String?
@@ -20,7 +22,13 @@ struct CreateLiveActivityBody: Decodable {
     init(from decoder: any Decoder) throws {
         let fields = try BodyFields(decoder)
         platform = try fields.optionalChoice("platform", as: Platform.self) ?? .ios
-        token = try PushTokenField.read(fields)
+        let tokenGiven = ["token", "pushToken", "fcmToken"].contains { fields.has($0) }
+        token = tokenGiven ? try PushTokenField.read(fields) : nil
+        switch try fields.value("frequentUpdates") {
+        case nil: frequentUpdates = false
+        case .bool(let value)?: frequentUpdates = value
+        default: throw APIError.badRequest("frequentUpdates must be true or false")
+        }
         bundleID = try fields.optionalString("bundleId", maxLength: 255)
         environment = try fields.optionalChoice("apnsEnv", as: APNsEnvironment.self) ?? .production
         activityType = try fields.optionalString("activityType", maxLength: 255)

@@ -82,8 +82,8 @@ struct AdminRoutes: Sendable {
             filter.status = status
         }
         if let text = parameters.get("transport") {
-            guard let transport = TransportKind(rawValue: text) else {
-                throw APIError.badRequest("transport must be apns or fcm")
+            guard let transport = LoggedTransport(rawValue: text) else {
+                throw APIError.badRequest("transport must be apns, fcm or webhook")
             }
             filter.transport = transport
         }

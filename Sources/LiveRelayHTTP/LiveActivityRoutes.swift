@@ -45,10 +45,12 @@ struct LiveActivityRoutes: Sendable {
         guard let bundle = body.bundleID ?? defaultBundleID ?? (body.platform == .android ? "android" : nil) else {
             throw APIError.badRequest("bundleId is required (the relay has no APNS_DEFAULT_BUNDLE_ID)")
         }
-        let created = try await store.createActivity(NewLiveActivity(
+        var activity = NewLiveActivity(
             platform: body.platform, token: body.token, bundleID: bundle, environment: body.environment,
             activityType: body.activityType, attributes: body.attributes, contentState: body.contentState,
-            externalID: body.externalID, userID: body.userID, deviceUUID: body.deviceUUID))
+            externalID: body.externalID, userID: body.userID, deviceUUID: body.deviceUUID)
+        activity.frequentUpdates = body.frequentUpdates
+        let created = try await store.createActivity(activity)
         return try encodedResponse(.created, created)
     }
 

@@ -6,6 +6,7 @@ import LiveRelayDelivery
 import LiveRelayMCP
 import LiveRelayPostgres
 import LiveRelayStream
+import LiveRelayWebhooks
 import Logging
 import PostgresNIO
 
@@ -24,6 +25,8 @@ public struct RelayAPI: Sendable {
     public var openAPIDocument: Data?
     /// The dashboard's files (`dashboard/` in the project folder).
     public var dashboard: DashboardFiles
+    /// Which webhook URLs may be registered.
+    public var webhookGuard = WebhookURLGuard(allowPrivate: false)
     public var logger: Logger
 
     public init(migrator: Migrator, listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient,
@@ -63,6 +66,7 @@ public struct RelayAPI: Sendable {
         ViewRoutes(store: store).register(on: admin)
         LiveActivityRoutes(store: store, defaultBundleID: defaultBundleID).register(on: admin)
         MCPRoutes(tools: RelayTools(store: store, logger: logger), logger: logger).register(on: admin)
+        WebhookRoutes(store: store, urlGuard: webhookGuard).register(on: admin)
         table.set(router.routes.map { ($0.path.description, $0.method.rawValue) })
         return router
     }

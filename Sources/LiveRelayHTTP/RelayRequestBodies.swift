@@ -10,6 +10,8 @@ struct DeviceRegistrationBody: Decodable {
     var bundleID: String?
     var environment: APNsEnvironment
     var pushToStartToken: String?
+    /// Push-to-start tokens by attributes type (at most 32 types).
+    var pushToStartTokens: [String: String] = [:]
     var platform: Platform
     var deviceName: String?
     var deviceUUID: UUID?
@@ -21,6 +23,19 @@ struct DeviceRegistrationBody: Decodable {
         bundleID = try fields.optionalString("bundleId", maxLength: 255)
         environment = try fields.optionalChoice("apnsEnv", as: APNsEnvironment.self) ?? .production
         pushToStartToken = try fields.optionalString("pushToStartToken", maxLength: 512)
+        if let tokens = try fields.optionalObject("pushToStartTokens")?.objectValue {
+            guard tokens.count <= 32 else { throw APIError.badRequest("pushToStartTokens has more than 32 types") }
+            for (type, token) in tokens {
+                guard (1...255).contains(type.utf8.count), !type.utf8.contains(0) else {
+                    throw APIError.badRequest("pushToStartTokens: an attributes type must be 1 to 255 bytes")
+                }
+                guard case .string(let text) = token, (1...512).contains(text.utf8.count), !text.utf8.contains(0)
+                else {
+                    throw APIError.badRequest("pushToStartTokens.\(type) must be a token string of 1 to 512 bytes")
+                }
+                pushToStartTokens[type] = text
+            }
+        }
         platform = try fields.optionalChoice("platform", as: Platform.self) ?? .ios
         deviceName = try fields.optionalString("deviceName", maxLength: 255)
         deviceUUID = try fields.optionalUUID("deviceUUID")

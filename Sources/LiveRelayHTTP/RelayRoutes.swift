@@ -30,10 +30,12 @@ struct RelayRoutes: Sendable {
 
     func registerDevice(_ request: Request) async throws -> Response {
         let body = try await request.decode(as: DeviceRegistrationBody.self)
-        try await store.registerDevice(DeviceRegistration(
+        var device = DeviceRegistration(
             secretHash: secretHash(body.secret), token: body.deviceToken, bundleID: try bundleID(body.bundleID),
             environment: body.environment, platform: body.platform, pushToStartToken: body.pushToStartToken,
-            deviceName: body.deviceName, deviceUUID: body.deviceUUID))
+            deviceName: body.deviceName, deviceUUID: body.deviceUUID)
+        device.pushToStartTokens = body.pushToStartTokens
+        try await store.registerDevice(device)
         return Self.ok
     }
 
@@ -84,7 +86,7 @@ struct RelayRoutes: Sendable {
                 "lastMessage": .string(text ?? "Starting..."), "retryInfo": .null,
             ])
             let start = APNsPayload.pushToStart(
-                timestamp: 1_000_000_000, attributesType: "SessionActivityAttributes",
+                timestamp: 1_000_000_000, attributesType: RelayStore.sessionAttributesType,
                 attributes: .object(["sessionId": .string(session)]), contentState: startState,
                 alert: .object(["title": .string(title ?? "Session Started"),
                                 "body": .string(text ?? "OpenCode is working on: \(title ?? session)")]))
@@ -93,7 +95,8 @@ struct RelayRoutes: Sendable {
                 throw APIError.badRequest("contentState makes the push \(size) bytes; APNs accepts at most 4096")
             }
             queued = try await store.progress(secretHash: hash, sessionID: session, contentState: contentState,
-                                              pushToStart: start, requestID: requestID)
+                                              pushToStart: start, attributesType: RelayStore.sessionAttributesType,
+                                              requestID: requestID)
         }
         let (sent, failed) = try await waitForOutcomes(requestID, expected: queued)
         return jsonResponse(.ok, [

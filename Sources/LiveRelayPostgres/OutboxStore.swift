@@ -36,7 +36,8 @@ public struct OutboxStore: Sendable {
         for try await (id, kind, rowPlatform, activityID, eventType, secretHash, sessionID, deviceToken, bundleID, env,
                        payload, priority, apnsID, requestID, enqueuedAt, attempts, dbNow, locked,
                        snapshotID, token, snapshotBundle, snapshotEnv, status, contentState, stale, dismissal,
-                       relevance, snapshotPriority, hasMessage, message, lastTimestamp, lastPayload, platform) in stream
+                       relevance, snapshotPriority, hasMessage, message, lastTimestamp, lastPayload, platform,
+                       frequentUpdates, priority10LastHour) in stream
         {
             claim.now = dbNow
             claim.rows.append(OutboxRow(
@@ -49,7 +50,7 @@ public struct OutboxStore: Sendable {
                 attempts: Int(attempts)))
             guard locked, let activityID else { continue }
             claim.lockedActivities.insert(activityID)
-            guard claim.snapshots[activityID] == nil, snapshotID != nil, let token, let snapshotBundle,
+            guard claim.snapshots[activityID] == nil, snapshotID != nil, let snapshotBundle,
                   let status = status.flatMap(ActivityStatus.init(rawValue:)) else { continue }
             claim.snapshots[activityID] = ActivitySnapshot(
                 id: activityID, activityToken: token, bundleID: snapshotBundle,
@@ -57,7 +58,8 @@ public struct OutboxStore: Sendable {
                 platform: platform.flatMap(Platform.init(rawValue:)) ?? .ios,
                 contentState: contentState.flatMap { try? JSONValue(parsing: $0) }, staleDate: stale, dismissalDate: dismissal,
                 relevanceScore: relevance, priority: Int(snapshotPriority ?? 10), message: hasMessage ? (message ?? "") : nil,
-                lastTimestamp: lastTimestamp, lastPayloadHash: lastPayload)
+                lastTimestamp: lastTimestamp, lastPayloadHash: lastPayload, frequentUpdates: frequentUpdates,
+                priority10LastHour: Int(priority10LastHour))
         }
         return claim
     }
@@ -80,9 +82,12 @@ public struct OutboxStore: Sendable {
                 \(logs.map { $0.latencyMilliseconds ?? -1 })::float8[],
                 \(logs.map { $0.requestID?.uuidString ?? "" })::text[],
                 \(logs.map { $0.transport?.rawValue ?? "" })::text[],
+                \(logs.map { Int32($0.priority ?? 0) })::int4[], \(logs.map { $0.priorityReason?.rawValue ?? "" })::text[],
+                \(logs.map { $0.lifecycle?.rawValue ?? "" })::text[],
                 \(outcome.finishedRowIDs)::int8[], \(retries.map(\.rowID))::int8[],
                 \(retries.map { Int64($0.delaySeconds * 1000) })::int8[], \(retries.map(\.error))::text[],
-                \(sent.map(\.activityID))::uuid[], \(sent.map(\.timestamp))::int8[], \(sent.map(\.stateHash))::text[])
+                \(sent.map(\.activityID))::uuid[], \(sent.map(\.timestamp))::int8[], \(sent.map(\.stateHash))::text[],
+                \(sent.map(\.priority10))::bool[])
             """, logger: logger)
         if outcome.learntDeadTokens {
             try await connection.query("""
@@ -105,8 +110,8 @@ struct ClaimStatement: PostgresPreparedStatement {
     typealias Row = (Int64, String, String, UUID?, String, String?, String?, String?, String?, String?, String?,
                      Int32?, UUID, UUID?, Double, Int32, Int64, Bool,
                      UUID?, String?, String?, String?, String?, String?, Int64?, Int64?, Double?, Int32?, Bool, String?,
-                     Int64?, String?, String?)
-    static let name = "liverelay_claim_v4"
+                     Int64?, String?, String?, Bool, Int32)
+    static let name = "liverelay_claim_v5"
     static let sql = "SELECT * FROM liverelay_claim_batch($1::int4)"
     var limit: Int64
 
@@ -137,7 +142,10 @@ public struct BatchOutcome: Sendable {
         public var activityID: UUID
         public var timestamp: Int64
         public var stateHash: String
-        public init(activityID: UUID, timestamp: Int64, stateHash: String) {
+        /// Sent at priority 10 (counts against the activity's update budget).
+        public var priority10: Bool
+        public init(activityID: UUID, timestamp: Int64, stateHash: String, priority10: Bool) {
+            self.priority10 = priority10
             self.activityID = activityID
             self.timestamp = timestamp
             self.stateHash = stateHash
@@ -189,6 +197,11 @@ public struct DeliveryLogEntry: Sendable {
     public var attempt: Int
     public var latencyMilliseconds: Double?
     public var requestID: UUID?
+    /// The priority the push went at, and why (pushes only).
+    public var priority: Int?
+    public var priorityReason: PriorityReason?
+    /// The lifecycle event this outcome emits, in the same transaction.
+    public var lifecycle: LifecycleEvent?
 
     public init(row: OutboxRow, status: DeliveryStatus, error: String?, transport: TransportKind?, pushType: String?,
                 environment: APNsEnvironment?, token: String?, providerStatus: Int?, providerReason: String?,

@@ -7,6 +7,7 @@ import LiveRelayHTTP
 import LiveRelayHTTPServer
 import LiveRelayPostgres
 import LiveRelayStream
+import LiveRelayWebhooks
 import Logging
 import PostgresNIO
 import ServiceLifecycle
@@ -45,10 +46,12 @@ public struct RelayServer: Sendable {
     /// The HTTP API's routes over the given services.
     func makeAPI(listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient, metrics: RelayMetrics,
                  credentialsMinted: @escaping @Sendable () -> [TransportKind: Int], auth: Authenticator) -> RelayAPI {
-        RelayAPI(
+        var api = RelayAPI(
             migrator: migrator, listener: listener, hub: hub, pool: pool, metrics: metrics,
             credentialsMinted: credentialsMinted, auth: auth, defaultBundleID: configuration.defaultBundleID,
             openAPIDocument: openAPIDocument, dashboard: dashboard, logger: logger)
+        api.webhookGuard = WebhookURLGuard(allowPrivate: configuration.delivery.allowPrivateWebhooks)
+        return api
     }
 
     /// "METHOD /path" of every route, with `{parameter}` as OpenAPI writes it (for the document's completeness test).
@@ -59,6 +62,17 @@ public struct RelayServer: Sendable {
             pool: PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger), metrics: RelayMetrics(),
             credentialsMinted: { [:] }, auth: Authenticator(adminToken: nil, tokenSecret: "unused")
         ).routeSignatures()
+    }
+
+    /// Writes the update budget where the views read it (`liverelay_priority10_limit`).
+    func publishSettings() async throws {
+        let budget = String(configuration.delivery.priority10PerHour)
+        try await connector.withConnection(logger: logger) { connection in
+            try await connection.query("""
+                INSERT INTO relay_setting (name, value) VALUES ('priority10_per_hour', \(budget))
+                ON CONFLICT (name) DO UPDATE SET value = excluded.value
+                """, logger: logger)
+        }
     }
 
     /// `LIVERELAY_TOKEN_SECRET`, or the one generated and kept in `relay_setting` (shared by every relay).
@@ -98,8 +112,15 @@ public struct RelayServer: Sendable {
                 connector: connector, listener: listener, transports: workerTransports,
                 configuration: configuration.delivery, metrics: metrics, stop: stop, logger: workerLogger)
         }
+        let webhooks = WebhookTransport(allowPrivate: configuration.delivery.allowPrivateWebhooks)
+        let webhookWorker = WebhookWorker(
+            connector: connector, listener: listener, sender: webhooks, configuration: configuration.delivery,
+            metrics: metrics, logger: logger)
+        let sweeper = ActivitySweeper(
+            connector: connector, maximumAgeSeconds: configuration.delivery.activityMaxAgeSeconds, logger: logger)
         let hub = BroadcastHub(connector: connector, listener: listener, logger: logger)
         let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger)
+        try await publishSettings()
         let router = makeAPI(
             listener: listener, hub: hub, pool: pool, metrics: metrics, credentialsMinted: transports.credentialsMinted,
             auth: Authenticator(adminToken: configuration.adminToken, tokenSecret: try await tokenSecret())
@@ -114,29 +135,32 @@ public struct RelayServer: Sendable {
             logger.notice("liverelay listening", metadata: ["address": "http://\(host):\(port)"])
             await onReady?(port)
         }
-        var services: [any Service] = [pool, listener, hub]
+        var services: [any Service] = [pool, listener, hub, sweeper, webhookWorker]
         services += workers
         services.append(http)
         services.append(StopOnShutdown { workers.forEach { $0.stopTakingBatches() } })
         var groupConfiguration = ServiceGroupConfiguration(
-            services: services.map { .init(service: $0) },
+            services: services.map { .init(service: TracedService(inner: $0, logger: logger)) },
             gracefulShutdownSignals: handleSignals ? [.sigterm, .sigint] : [],
             cancellationSignals: [],
             logger: logger)
         // Graceful shutdown stops in reverse order: the workers are told to take no new batch, the HTTP server
         // stops (open streams end themselves, idle connections close, requests in flight finish), then the workers
         // finish the batches in flight, then the hub, the listener, the pool. Whatever still runs after the budget
-        // (6 s) is cancelled, which rolls its batch back: the process ends well within the 10 s a container engine
-        // allows before SIGKILL, even on a loaded machine.
+        // (6 s) is cancelled, which rolls its batch back; cancelled services get 2 s to close their connections (a
+        // loaded 2-core machine took over 1 s): the process ends within the 10 s a container engine allows before
+        // SIGKILL.
         groupConfiguration.maximumGracefulShutdownDuration = Self.gracefulShutdownBudget
-        groupConfiguration.maximumCancellationDuration = .seconds(1)
+        groupConfiguration.maximumCancellationDuration = .seconds(2)
         let group = ServiceGroup(configuration: groupConfiguration)
         do {
             try await group.run()
         } catch {
             await transports.shutdown()
+            await webhooks.shutdown()
             throw error
         }
         await transports.shutdown()
+        await webhooks.shutdown()
     }
 }

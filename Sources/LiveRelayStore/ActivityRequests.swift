@@ -4,7 +4,10 @@ import LiveRelayCore
 /// A Live Activity to register (`POST /v1/live-activities`): its push token and what it shows.
 public struct NewLiveActivity: Sendable {
     public var platform: Platform
-    public var token: String
+    /// Nil: the activity waits for its update token, keeping (and coalescing) its state meanwhile.
+    public var token: String?
+    /// The app declares `NSSupportsLiveActivitiesFrequentUpdates`: twice the priority-10 budget.
+    public var frequentUpdates = false
     public var bundleID: String
     public var environment: APNsEnvironment
     public var activityType: String?
@@ -14,7 +17,7 @@ public struct NewLiveActivity: Sendable {
     public var userID: String?
     public var deviceUUID: UUID?
 
-    public init(platform: Platform, token: String, bundleID: String, environment: APNsEnvironment,
+    public init(platform: Platform, token: String?, bundleID: String, environment: APNsEnvironment,
                 activityType: String? = nil, attributes: JSONValue? = nil, contentState: JSONValue? = nil,
                 externalID: String? = nil, userID: String? = nil, deviceUUID: UUID? = nil) {
         self.platform = platform

@@ -32,7 +32,7 @@ public struct DeliveryRecord: Codable, Sendable, Equatable {
     public var event_type: String
     public var session_id: String?
     public var activity_id: String?
-    public var transport: TransportKind?
+    public var transport: LoggedTransport?
     public var push_type: String?
     public var token_suffix: String?
     public var provider_status: Int?
@@ -40,4 +40,9 @@ public struct DeliveryRecord: Codable, Sendable, Equatable {
     public var attempt: Int?
     public var latency_ms: Double?
     public var error: String?
+    /// The priority a push went at, and why (`budget`: its activity's priority-10 budget was spent).
+    public var priority: Int?
+    public var priority_reason: PriorityReason?
+    /// The lifecycle event a webhook delivery carried.
+    public var event_id: String?
 }

@@ -9,7 +9,10 @@ public struct DeviceRegistration: Sendable {
     public var bundleID: String
     public var environment: APNsEnvironment
     public var platform: Platform
+    /// The `SessionActivityAttributes` push-to-start token (the OpenCode app's).
     public var pushToStartToken: String?
+    /// Push-to-start tokens by attributes type (iOS 17.2+ reports one per type); each replaces the type's old one.
+    public var pushToStartTokens: [String: String] = [:]
     public var deviceName: String?
     public var deviceUUID: UUID?
 
@@ -27,10 +30,13 @@ public struct DeviceRegistration: Sendable {
 }
 
 extension RelayStore {
-    /// Registers the token, or updates its row: a name, uuid or push-to-start token left out keeps the stored one.
+    /// Registers the token, or updates its row: a name, uuid or push-to-start token left out keeps the stored one;
+    /// push-to-start tokens by type replace those of their types.
     public func registerDevice(_ device: DeviceRegistration) async throws {
         let environment = device.environment.rawValue, platform = device.platform.rawValue
+        let tokensByType = JSONValue.object(device.pushToStartTokens.mapValues(JSONValue.string)).compactText
         try await execute("""
+            WITH d AS (
             INSERT INTO device_registration (secret_hash, device_token, bundle_id, apns_env, push_to_start_token,
                                              platform, device_name, device_uuid)
             VALUES (\(device.secretHash), \(device.token), \(device.bundleID), \(environment),
@@ -40,6 +46,10 @@ extension RelayStore {
                 push_to_start_token = coalesce(excluded.push_to_start_token, device_registration.push_to_start_token),
                 device_name = coalesce(excluded.device_name, device_registration.device_name),
                 device_uuid = coalesce(excluded.device_uuid, device_registration.device_uuid)
+            RETURNING id)
+            INSERT INTO device_push_to_start (device_id, attributes_type, token)
+            SELECT d.id, t.key, t.value FROM d, jsonb_each_text(\(tokensByType)::jsonb) AS t
+            ON CONFLICT (device_id, attributes_type) DO UPDATE SET token = excluded.token, updated_at = now()
             """)
     }
 }

@@ -25,6 +25,23 @@ public struct LiveActivity: Codable, Sendable, Equatable {
     public var lastDelivery: DeliverySummary?
     /// Pushes sent to this activity in the last hour.
     public var pushesLastHour: Int
+    /// When it last became active (the age limit counts from here).
+    public var startedAt: String
+    public var frequentUpdates: Bool
+    /// True while it waits for its update token (its state is kept and sent when the token comes).
+    public var awaitingToken: Bool
+    /// Priority-10 pushes accepted in the last hour, and how many the update budget allows.
+    public var priority10LastHour: Int
+    public var priority10Limit: Int
+
+    /// `ok`, `warning` (30 or more priority-10 pushes in the last hour) or `downgraded` (updates go at priority 5).
+    public var budgetState: BudgetState {
+        priority10LastHour >= priority10Limit ? .downgraded : priority10LastHour >= 30 ? .warning : .ok
+    }
+
+    public enum BudgetState: String, Codable, Sendable {
+        case ok, warning, downgraded
+    }
 
     /// The last outcome of an activity's deliveries.
     public struct DeliverySummary: Codable, Sendable, Equatable {
@@ -38,7 +55,37 @@ public struct LiveActivity: Codable, Sendable, Equatable {
     enum CodingKeys: String, CodingKey {
         case id, sessionId, platform, status, activityType, attributes, contentState, externalId, userId, deviceUUID
         case bundleId, apnsEnv, tokenSuffix, staleDate, dismissalDate, priority, createdAt, updatedAt, lastDelivery
-        case pushesLastHour
+        case pushesLastHour, startedAt, frequentUpdates, awaitingToken, priority10LastHour, priority10Limit
+        case budgetState
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        sessionId = try container.decode(String.self, forKey: .sessionId)
+        platform = try container.decode(Platform.self, forKey: .platform)
+        status = try container.decode(ActivityStatus.self, forKey: .status)
+        activityType = try container.decodeIfPresent(String.self, forKey: .activityType)
+        attributes = try container.decodeIfPresent(JSONValue.self, forKey: .attributes)
+        contentState = try container.decodeIfPresent(JSONValue.self, forKey: .contentState)
+        externalId = try container.decodeIfPresent(String.self, forKey: .externalId)
+        userId = try container.decodeIfPresent(String.self, forKey: .userId)
+        deviceUUID = try container.decodeIfPresent(String.self, forKey: .deviceUUID)
+        bundleId = try container.decode(String.self, forKey: .bundleId)
+        apnsEnv = try container.decode(String.self, forKey: .apnsEnv)
+        tokenSuffix = try container.decodeIfPresent(String.self, forKey: .tokenSuffix)
+        staleDate = try container.decodeIfPresent(String.self, forKey: .staleDate)
+        dismissalDate = try container.decodeIfPresent(String.self, forKey: .dismissalDate)
+        priority = try container.decodeIfPresent(Int.self, forKey: .priority)
+        createdAt = try container.decode(String.self, forKey: .createdAt)
+        updatedAt = try container.decode(String.self, forKey: .updatedAt)
+        lastDelivery = try container.decodeIfPresent(DeliverySummary.self, forKey: .lastDelivery)
+        pushesLastHour = try container.decode(Int.self, forKey: .pushesLastHour)
+        startedAt = try container.decode(String.self, forKey: .startedAt)
+        frequentUpdates = try container.decode(Bool.self, forKey: .frequentUpdates)
+        awaitingToken = try container.decode(Bool.self, forKey: .awaitingToken)
+        priority10LastHour = try container.decode(Int.self, forKey: .priority10LastHour)
+        priority10Limit = try container.decode(Int.self, forKey: .priority10Limit)
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -63,5 +110,11 @@ public struct LiveActivity: Codable, Sendable, Equatable {
         try container.encode(updatedAt, forKey: .updatedAt)
         try container.encode(lastDelivery, forKey: .lastDelivery)
         try container.encode(pushesLastHour, forKey: .pushesLastHour)
+        try container.encode(startedAt, forKey: .startedAt)
+        try container.encode(frequentUpdates, forKey: .frequentUpdates)
+        try container.encode(awaitingToken, forKey: .awaitingToken)
+        try container.encode(priority10LastHour, forKey: .priority10LastHour)
+        try container.encode(priority10Limit, forKey: .priority10Limit)
+        try container.encode(budgetState, forKey: .budgetState)
     }
 }

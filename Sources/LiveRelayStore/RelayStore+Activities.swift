@@ -14,7 +14,11 @@ extension RelayStore {
             'externalId', a.external_id, 'userId', a.user_id, 'deviceUUID', a.device_uuid, 'bundleId', a.bundle_id,
             'apnsEnv', a.apns_env, 'tokenSuffix', right(a.activity_token, 8), 'staleDate', a.stale_date,
             'dismissalDate', a.dismissal_date, 'priority', a.priority, 'createdAt', a.created_at,
-            'updatedAt', a.updated_at,
+            'updatedAt', a.updated_at, 'startedAt', a.started_at, 'frequentUpdates', a.frequent_updates,
+            'awaitingToken', a.activity_token IS NULL,
+            'priority10LastHour', (SELECT count(*) FROM activity_delivery_state s, unnest(s.priority10_sent_at) p(at)
+                                   WHERE s.activity_id = a.id AND p.at > extract(epoch FROM now()) - 3600),
+            'priority10Limit', liverelay_priority10_limit(a.frequent_updates),
             'lastDelivery', (SELECT json_build_object('status', l.status, 'eventType', l.event_type, 'at', l.created_at,
                                  'latencyMs', l.latency_ms, 'reason', coalesce(l.provider_reason, l.error))
                              FROM delivery_log l WHERE l.activity_id = a.id ORDER BY l.id DESC LIMIT 1),
@@ -32,11 +36,14 @@ extension RelayStore {
             let created = try await Self.values("""
                 WITH a AS (
                     INSERT INTO activity_registration (id, secret_hash, session_id, activity_token, bundle_id, apns_env,
-                        platform, device_uuid, attributes_type, attributes, content_state, external_id, user_id)
+                        platform, device_uuid, attributes_type, attributes, content_state, external_id, user_id,
+                        frequent_updates)
                     VALUES (\(id), \(Self.apiNamespace), \(session), \(new.token), \(new.bundleID), \(environment),
                         \(platform), \(new.deviceUUID), \(new.activityType), \(attributes)::jsonb, \(state)::jsonb,
-                        \(new.externalID), \(new.userID))
-                    ON CONFLICT (secret_hash, session_id) DO UPDATE SET activity_token = excluded.activity_token,
+                        \(new.externalID), \(new.userID), \(new.frequentUpdates))
+                    ON CONFLICT (secret_hash, session_id) DO UPDATE SET
+                        activity_token = coalesce(excluded.activity_token, activity_registration.activity_token),
+                        frequent_updates = excluded.frequent_updates,
                         status = 'active', content_state = coalesce(excluded.content_state,
                                                                     activity_registration.content_state)
                     RETURNING *)

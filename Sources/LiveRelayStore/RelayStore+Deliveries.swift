@@ -7,11 +7,11 @@ public struct DeliveryFilter: Sendable {
     public var sessionID: String?
     public var activityID: UUID?
     public var status: DeliveryStatus?
-    public var transport: TransportKind?
+    public var transport: LoggedTransport?
     public var limit = 50
 
     public init(sessionID: String? = nil, activityID: UUID? = nil, status: DeliveryStatus? = nil,
-                transport: TransportKind? = nil, limit: Int = 50) {
+                transport: LoggedTransport? = nil, limit: Int = 50) {
         self.sessionID = sessionID
         self.activityID = activityID
         self.status = status
@@ -41,7 +41,8 @@ extension RelayStore {
             SELECT json_build_object('id', id, 'created_at', created_at, 'status', status, 'event_type', event_type,
                 'session_id', session_id, 'activity_id', activity_id, 'transport', transport, 'push_type', push_type,
                 'token_suffix', token_suffix, 'provider_status', provider_status, 'provider_reason', provider_reason,
-                'attempt', attempt, 'latency_ms', latency_ms, 'error', error)::text
+                'attempt', attempt, 'latency_ms', latency_ms, 'error', error, 'priority', priority,
+                'priority_reason', priority_reason, 'event_id', event_id)::text
             FROM delivery_log
             WHERE created_at > now() - interval '24 hours'
               AND (\(filter.sessionID)::text IS NULL OR session_id = \(filter.sessionID))

@@ -80,10 +80,12 @@ extension RelayStore {
         }
     }
 
-    /// Updates the session's active activity (with `contentState` when given); with none, queues the push-to-start
-    /// payload to each of the secret's iOS push-to-start tokens. Returns how many deliveries were queued.
+    /// Updates the session's active activity (with `contentState` when given); with none, push-to-starts it: the
+    /// activity is registered without an update token (its state waits for the token the app registers once iOS
+    /// has started it) and the push-to-start payload goes to each of the secret's iOS devices' token for
+    /// `attributesType`. Returns how many deliveries were queued.
     public func progress(secretHash: String, sessionID: String, contentState: JSONValue?, pushToStart: JSONValue,
-                         requestID: UUID) async throws -> Int64 {
+                         attributesType: String, requestID: UUID) async throws -> Int64 {
         let state = contentState?.compactText, start = pushToStart.compactText
         return try await withTransaction { [logger] connection in
             try await Self.tag(connection, requestID, logger: logger)
@@ -92,15 +94,10 @@ extension RelayStore {
                 WHERE secret_hash = \(secretHash) AND session_id = \(sessionID) AND status = 'active' RETURNING id
                 """, as: UUID.self, on: connection, logger: logger)
             if updated.isEmpty {
-                try await connection.query("""
-                    INSERT INTO delivery_outbox (kind, event_type, secret_hash, session_id, device_token, bundle_id,
-                                                 apns_env, payload, priority, request_id)
-                    SELECT 'start', 'start', secret_hash, \(sessionID), push_to_start_token, bundle_id, apns_env,
-                           \(start)::jsonb, 10, \(requestID)
-                    FROM device_registration
-                    WHERE secret_hash = \(secretHash) AND push_to_start_token IS NOT NULL AND platform = 'ios'
-                    """, logger: logger)
-                try await connection.query("SELECT liverelay_wake()", logger: logger)
+                let startState = pushToStart.objectValue?["aps"]?.objectValue?["content-state"]?.compactText
+                try await Self.queuePushToStart(secretHash: secretHash, sessionID: sessionID, state: startState,
+                                                payload: start, attributesType: attributesType, requestID: requestID,
+                                                on: connection, logger: logger)
             }
             return try await Self.queued(requestID, on: connection, logger: logger)
         }
@@ -128,12 +125,12 @@ extension RelayStore {
     }
 
     /// Marks the transaction's writes as the request's, for the triggers.
-    private static func tag(_ connection: PostgresConnection, _ requestID: UUID, logger: Logger) async throws {
+    static func tag(_ connection: PostgresConnection, _ requestID: UUID, logger: Logger) async throws {
         try await connection.query(
             "SELECT set_config('liverelay.request_id', \(requestID.uuidString), true)", logger: logger)
     }
 
-    private static func queued(_ requestID: UUID, on connection: PostgresConnection, logger: Logger) async throws
+    static func queued(_ requestID: UUID, on connection: PostgresConnection, logger: Logger) async throws
         -> Int64 {
         try await values("SELECT count(*)::int8 FROM delivery_outbox WHERE request_id = \(requestID)",
                          as: Int64.self, on: connection, logger: logger).first ?? 0

@@ -10,7 +10,7 @@ extension RelayStore {
     public static let views = [
         "devices": "liverelay_devices", "activities": "liverelay_activities",
         "recent_deliveries": "liverelay_recent_deliveries", "delivery_stats": "liverelay_delivery_stats",
-        "queue_depth": "liverelay_queue_depth",
+        "queue_depth": "liverelay_queue_depth", "webhooks": "liverelay_webhooks",
     ]
     static let viewOperators = ["eq": "=", "neq": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<="]
 

@@ -50,10 +50,13 @@ struct FCMRoutesTests {
             let rotated = try await api.request(.PUT, "/v1/live-activities/\(id)/token",
                                                 json: #"{"fcmToken":"\#(second)"}"#, headers: RelayHTTP.admin)
             #expect(rotated.status == 200)
+            // The new token gets the current state at once, then the next update.
+            let current = try #require(try await fcm.waitForMessages { $0.count == 2 }.last)
+            #expect(current.token == second && current.data["liveRelayContentState"] == #"{"eta":5}"#)
             let update = try await api.request(.PATCH, "/v1/live-activities/\(id)",
                                                json: #"{"contentState":{"eta":2}}"#, headers: RelayHTTP.admin)
             #expect(update.status == 200)
-            let next = try #require(try await fcm.waitForMessages { $0.count == 2 }.last)
+            let next = try #require(try await fcm.waitForMessages { $0.count == 3 }.last)
             #expect(next.token == second && next.data["liveRelayEvent"] == "update")
             #expect(next.data["liveRelayContentState"] == #"{"eta":2}"#)
         }

@@ -58,7 +58,8 @@ struct OutboxSQLTests {
                     ARRAY[\(outbox)]::int8[], ARRAY[\(id.uuidString)], ARRAY['data'], ARRAY[''], ARRAY['abcdefgh'],
                     ARRAY[gen_random_uuid()], ARRAY[404], ARRAY['UNREGISTERED'], ARRAY[1], ARRAY[12.5]::float8[],
                     ARRAY[''],
-                    ARRAY['fcm'], ARRAY[\(outbox)]::int8[], '{}', '{}', '{}', '{}', '{}', '{}')
+                    ARRAY['fcm'], ARRAY[10], ARRAY['requested'], ARRAY[''], ARRAY[\(outbox)]::int8[], '{}', '{}', '{}',
+                    '{}', '{}', '{}', '{}')
                 """)
             #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self) == [0])
             let logged = try await h.rows("""

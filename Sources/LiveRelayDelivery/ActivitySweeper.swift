@@ -1,0 +1,61 @@
+import Foundation
+import LiveRelayCore
+import LiveRelayPostgres
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// Ends activities older than Apple shows them (`LIVERELAY_ACTIVITY_MAX_AGE`, since their last start) with an `end`
+/// push and a `live_activity.stale` event. Every relay runs one; the statement's row locks make each activity end
+/// once, whichever relay gets there (`liverelay_sweep_stale` in sql/035_lifecycle.sql).
+public final class ActivitySweeper: Service, Sendable {
+    private let connector: DatabaseConnector
+    private let maximumAgeSeconds: Double
+    private let logger: Logger
+
+    public init(connector: DatabaseConnector, maximumAgeSeconds: Double, logger: Logger) {
+        self.connector = connector
+        self.maximumAgeSeconds = maximumAgeSeconds
+        self.logger = logger
+    }
+
+    /// How often to look: a tenth of the age limit, between 1 s and 30 s.
+    public var interval: Duration {
+        .milliseconds(Int64(min(max(maximumAgeSeconds / 10, 1), 30) * 1000))
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await self.connector.runReconnecting(
+                role: "activity sweeper", logger: self.logger,
+                shouldStop: { Task.isCancelled || Task.isShuttingDownGracefully }
+            ) { connection in
+                while !Task.isCancelled {
+                    // Not at once: a relay starting has more urgent things to do.
+                    try await Task.sleep(for: self.interval)
+                    // A statement is not interrupted by cancellation: it runs in a scope that closes the connection
+                    // then, so the relay stops at once.
+                    try await ConnectionScope.run(on: connection, deadline: .seconds(60), what: "sweeping") {
+                        try await self.sweep(on: connection)
+                    }
+                }
+            }
+        }
+        logger.debug("activity sweeper stopped")
+    }
+
+    /// Ends what is due, 500 at a time.
+    func sweep(on connection: PostgresConnection) async throws {
+        while true {
+            var ended: Int32 = 0
+            let query: PostgresQuery = "SELECT liverelay_sweep_stale(\(maximumAgeSeconds), 500)"
+            for try await count in try await connection.query(query, logger: logger).decode(Int32.self) {
+                ended = count
+            }
+            if ended > 0 {
+                logger.info("ended activities past the age limit", metadata: ["count": "\(ended)"])
+            }
+            if ended < 500 { return }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import Hummingbird
+import LiveRelayCore
+import LiveRelayStore
+import LiveRelayWebhooks
+
+/// `POST/GET/DELETE /v1/webhooks` (admin): endpoints that receive lifecycle events (DESIGN.md "Activity lifecycle").
+struct WebhookRoutes: Sendable {
+    let store: RelayStore
+    let urlGuard: WebhookURLGuard
+
+    func register(on admin: RouterGroup<BasicRequestContext>) {
+        admin.post("v1/webhooks") { request, _ in
+            let body = try await request.decode(as: CreateWebhookBody.self)
+            if let refusal = await urlGuard.refusal(of: body.url) { throw APIError.badRequest(refusal) }
+            let created = try await store.createWebhook(url: body.url, events: body.events, secret: body.secret)
+            return try encodedResponse(.created, created)
+        }
+        admin.get("v1/webhooks") { _, _ in try encodedResponse(.ok, try await store.webhooks()) }
+        admin.delete("v1/webhooks/:id") { _, context in
+            guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
+                throw APIError.badRequest("id must be a webhook endpoint's UUID")
+            }
+            try await store.deleteWebhook(id)
+            return Response(status: .noContent)
+        }
+    }
+}
+
+/// `POST /v1/webhooks {url, events?, secret?}`.
+struct CreateWebhookBody: Decodable {
+    var url: String
+    var events: [LifecycleEvent]
+    var secret: String?
+
+    init(from decoder: any Decoder) throws {
+        let fields = try BodyFields(decoder)
+        url = try fields.string("url", maxLength: 2048)
+        secret = try fields.optionalString("secret", maxLength: 256)
+        if let secret, secret.count < 16 {
+            throw APIError.badRequest("secret must be at least 16 characters (leave it out to have one generated)")
+        }
+        switch try fields.value("events") {
+        case nil: events = []
+        case .array(let items)?:
+            let names = LifecycleEvent.allCases.map(\.rawValue).joined(separator: ", ")
+            events = try items.map { item in
+                guard case .string(let text) = item, let event = LifecycleEvent(rawValue: text) else {
+                    throw APIError.badRequest("events must be a list of: \(names)")
+                }
+                return event
+            }
+            if events.isEmpty { throw APIError.badRequest("events must not be empty (leave it out for all)") }
+        default: throw APIError.badRequest("events must be a list of event types")
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import LiveRelayCore
+import Logging
+import PostgresNIO
+
+/// The webhook worker's SQL (sql/035_lifecycle.sql): claim due events chain by chain, record outcomes. Every call runs
+/// in the worker's batch transaction; row and chain locks end with it.
+public struct WebhookOutboxStore: Sendable {
+    public let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
+
+    /// One claimed `webhook_outbox` row with its endpoint's URL and secret.
+    public struct Row: Sendable {
+        public var id: Int64
+        public var endpointID: UUID
+        public var activityID: UUID
+        public var eventType: String
+        public var attempts: Int
+        /// When the event was written, epoch seconds.
+        public var enqueuedAt: Double
+        public var request: WebhookRequest
+    }
+
+    /// One outcome: delivered (finished), retried after a delay, or given up (finished, `failed`).
+    public struct Outcome: Sendable {
+        public var rowID: Int64
+        public var status: DeliveryStatus
+        public var error: String?
+        public var httpStatus: Int?
+        public var latencyMilliseconds: Double?
+        /// For `retrying`: when to try again.
+        public var retryDelaySeconds: Double?
+
+        public init(rowID: Int64, status: DeliveryStatus, error: String?, httpStatus: Int?,
+                    latencyMilliseconds: Double?, retryDelaySeconds: Double? = nil) {
+            self.rowID = rowID
+            self.status = status
+            self.error = error
+            self.httpStatus = httpStatus
+            self.latencyMilliseconds = latencyMilliseconds
+            self.retryDelaySeconds = retryDelaySeconds
+        }
+    }
+
+    /// Up to `limit` due rows, oldest first, of the chains (endpoint, activity) this worker could lock and that no
+    /// earlier row holds back.
+    public func claim(limit: Int, on connection: PostgresConnection) async throws -> [Row] {
+        var rows: [Row] = []
+        let stream = try await connection.query(
+            "SELECT * FROM liverelay_claim_webhooks(\(Int32(limit)))", logger: logger)
+        for try await (id, endpointID, url, secret, eventID, eventType, activityID, body, enqueuedAt, attempts)
+            in stream.decode((Int64, UUID, String, String, UUID, String, UUID, String, Double, Int32).self) {
+            rows.append(Row(
+                id: id, endpointID: endpointID, activityID: activityID, eventType: eventType, attempts: Int(attempts),
+                enqueuedAt: enqueuedAt,
+                request: WebhookRequest(url: url, secret: secret, eventID: eventID, body: body)))
+        }
+        return rows
+    }
+
+    /// Writes the outcomes in one statement (`liverelay_record_webhooks`).
+    public func record(_ outcomes: [Outcome], on connection: PostgresConnection) async throws {
+        guard !outcomes.isEmpty else { return }
+        let finished = outcomes.filter { $0.status != .retrying }.map(\.rowID)
+        let retries = outcomes.filter { $0.status == .retrying }
+        try await connection.query("""
+            SELECT liverelay_record_webhooks(
+                \(outcomes.map(\.rowID))::int8[], \(outcomes.map(\.status.rawValue))::text[],
+                \(outcomes.map { $0.error ?? "" })::text[], \(outcomes.map { Int32($0.httpStatus ?? 0) })::int4[],
+                \(outcomes.map { $0.latencyMilliseconds ?? -1 })::float8[], \(finished)::int8[],
+                \(retries.map(\.rowID))::int8[], \(retries.map { Int64(($0.retryDelaySeconds ?? 1) * 1000) })::int8[],
+                \(retries.map { $0.error ?? "" })::text[])
+            """, logger: logger)
+    }
+}

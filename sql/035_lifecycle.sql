@@ -1,0 +1,191 @@
+-- Lifecycle events and their webhooks (DESIGN.md "Activity lifecycle"; docs/lifecycle.md).
+
+-- Emits lifecycle events of activities, in the caller's transaction: the documented body, built once per event,
+-- goes to every enabled endpoint subscribed to its type (webhook_outbox) and onto the admin-only `admin` stream
+-- channel. `deliveries` (parallel to the other arrays, or NULL) is the delivery outcome an event reports. `wake`:
+-- wake an idle relay (writers' triggers); a delivery batch does not, its relay rings its stream and webhook worker
+-- after every batch.
+DROP FUNCTION IF EXISTS liverelay_emit_lifecycle(text[], uuid[], json[]);
+CREATE OR REPLACE FUNCTION liverelay_emit_lifecycle(types text[], activity_ids uuid[], deliveries json[],
+                                                    wake boolean)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    emitted integer;
+BEGIN
+    WITH events AS MATERIALIZED (
+        SELECT e.ord, e.type, a.id AS activity_id, gen_random_uuid() AS event_id, e.delivery,
+               json_build_object('id', a.id, 'session_id', a.session_id, 'external_id', a.external_id,
+                                 'user_id', a.user_id, 'platform', a.platform, 'status', a.status) AS activity
+        FROM unnest(types, activity_ids, deliveries) WITH ORDINALITY AS e(type, activity_id, delivery, ord)
+        JOIN activity_registration a ON a.id = e.activity_id
+        WHERE e.type IS NOT NULL AND e.type <> ''
+    ), bodies AS MATERIALIZED (
+        SELECT ord, type, activity_id, event_id, json_build_object(
+                   'id', event_id, 'type', type,
+                   'created_at', to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+                   'data', CASE WHEN delivery IS NULL THEN json_build_object('activity', activity)
+                                ELSE json_build_object('activity', activity, 'delivery', delivery) END)::text AS body
+        FROM events
+    ), queued AS (
+        INSERT INTO webhook_outbox (endpoint_id, event_id, event_type, activity_id, body)
+        SELECT w.id, b.event_id, b.type, b.activity_id, b.body
+        FROM bodies b
+        JOIN webhook_endpoint w ON w.enabled AND b.type = ANY (w.events)
+        ORDER BY b.ord, w.id
+        RETURNING 1
+    )
+    INSERT INTO broadcast_log (channels, event, data)
+    SELECT ARRAY['admin'], type, body::jsonb FROM bodies ORDER BY ord;
+    GET DIAGNOSTICS emitted = ROW_COUNT;
+    IF emitted > 0 AND wake THEN
+        PERFORM liverelay_wake();
+    END IF;
+    RETURN emitted;
+END $$;
+
+-- `started` when an activity is inserted or becomes active again, `invalidated` when its token is found dead,
+-- whoever wrote the row. A push-to-start's activity (the transaction sets liverelay.push_to_start) is started when
+-- APNs accepts the push-to-start, by the delivery worker.
+CREATE OR REPLACE FUNCTION liverelay_activity_lifecycle() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    types text[];
+    ids uuid[];
+    starting boolean := coalesce(current_setting('liverelay.push_to_start', true), '') <> 'on';
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        SELECT array_agg('live_activity.started'::text ORDER BY n.id), array_agg(n.id ORDER BY n.id) INTO types, ids
+        FROM new_rows n WHERE n.status = 'active' AND starting;
+    ELSE
+        SELECT array_agg(e.type ORDER BY n.id), array_agg(n.id ORDER BY n.id) INTO types, ids
+        FROM new_rows n
+        JOIN old_rows o ON o.id = n.id
+        CROSS JOIN LATERAL (SELECT CASE
+            WHEN n.status = 'invalidated' AND o.status <> 'invalidated' THEN 'live_activity.invalidated'
+            WHEN n.status = 'active' AND o.status <> 'active' AND starting THEN 'live_activity.started'
+        END AS type) e
+        WHERE e.type IS NOT NULL;
+    END IF;
+    IF types IS NOT NULL THEN
+        PERFORM liverelay_emit_lifecycle(types, ids, NULL, true);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE TRIGGER activity_registration_lifecycle_insert
+    AFTER INSERT ON activity_registration REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION liverelay_activity_lifecycle();
+CREATE OR REPLACE TRIGGER activity_registration_lifecycle_update
+    AFTER UPDATE ON activity_registration REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION liverelay_activity_lifecycle();
+
+-- The age limit counts from the last start: an activity that becomes active again starts again.
+CREATE OR REPLACE FUNCTION liverelay_activity_restarted() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.status = 'active' AND OLD.status <> 'active' THEN
+        NEW.started_at := now();
+    END IF;
+    RETURN NEW;
+END $$;
+
+CREATE OR REPLACE TRIGGER activity_registration_restarted
+    BEFORE UPDATE OF status ON activity_registration FOR EACH ROW EXECUTE FUNCTION liverelay_activity_restarted();
+
+-- Ends (once, whichever relay gets there first: the row locks decide) the active activities started longer ago
+-- than `max_age_seconds`, at most `batch` of them: the update trigger queues their `end` push, and each gets a
+-- `live_activity.stale` event. Returns how many it ended.
+CREATE OR REPLACE FUNCTION liverelay_sweep_stale(max_age_seconds double precision, batch integer) RETURNS integer
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    ids uuid[];
+BEGIN
+    WITH due AS (
+        SELECT id FROM activity_registration
+        WHERE status = 'active' AND started_at < now() - max_age_seconds * interval '1 second'
+        ORDER BY started_at LIMIT batch FOR UPDATE SKIP LOCKED
+    ), ended AS (
+        UPDATE activity_registration a SET status = 'ended' FROM due WHERE a.id = due.id RETURNING a.id
+    )
+    SELECT array_agg(id ORDER BY id) INTO ids FROM ended;
+    IF ids IS NULL THEN
+        RETURN 0;
+    END IF;
+    PERFORM liverelay_emit_lifecycle(array_fill('live_activity.stale'::text, ARRAY[cardinality(ids)]), ids, NULL,
+                                     true);
+    RETURN cardinality(ids);
+END $$;
+
+-- Which claimed chains (endpoint, activity) have no earlier row still waiting, read with a snapshot taken after the
+-- chain locks (a separate VOLATILE function for that reason, as liverelay_locked_activity_states is): a row another
+-- relay rescheduled just before this claim's locks must hold back the rows after it.
+CREATE OR REPLACE FUNCTION liverelay_open_webhook_chains(endpoint_ids uuid[], activity_ids uuid[], first_ids bigint[])
+RETURNS TABLE (endpoint_id uuid, activity_id uuid)
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    RETURN QUERY
+    SELECT c.endpoint_id, c.activity_id
+    FROM unnest(endpoint_ids, activity_ids, first_ids) AS c(endpoint_id, activity_id, first_id)
+    WHERE NOT EXISTS (SELECT 1 FROM webhook_outbox e
+                      WHERE e.endpoint_id = c.endpoint_id AND e.activity_id = c.activity_id AND e.id < c.first_id);
+END $$;
+
+-- One webhook worker's claim: up to `batch` due rows of enabled endpoints that no earlier row of their chain waits
+-- before, the chains this worker can lock (one sender per chain across relays), oldest first.
+CREATE OR REPLACE FUNCTION liverelay_claim_webhooks(batch integer)
+RETURNS TABLE (id bigint, endpoint_id uuid, url text, secret text, event_id uuid, event_type text, activity_id uuid,
+               body text, enqueued_at double precision, attempts integer)
+LANGUAGE sql VOLATILE AS $$
+    WITH claimed AS MATERIALIZED (
+        SELECT o.id, o.endpoint_id, o.event_id, o.event_type, o.activity_id, o.body, o.enqueued_at, o.attempts
+        FROM webhook_outbox o
+        WHERE o.next_attempt_at <= now()
+          AND NOT EXISTS (SELECT 1 FROM webhook_outbox e
+                          WHERE e.endpoint_id = o.endpoint_id AND e.activity_id = o.activity_id AND e.id < o.id
+                            AND e.next_attempt_at > now())
+          AND EXISTS (SELECT 1 FROM webhook_endpoint w WHERE w.id = o.endpoint_id AND w.enabled)
+        ORDER BY o.next_attempt_at, o.id
+        LIMIT batch
+        FOR UPDATE OF o SKIP LOCKED
+    ), locked AS MATERIALIZED (
+        SELECT c.endpoint_id, c.activity_id, c.first_id
+        FROM (SELECT endpoint_id, activity_id, min(id) AS first_id FROM claimed GROUP BY 1, 2) c
+        WHERE pg_try_advisory_xact_lock(hashtextextended(c.endpoint_id::text || c.activity_id::text, 7032))
+    ), open AS MATERIALIZED (
+        SELECT * FROM liverelay_open_webhook_chains(ARRAY(SELECT endpoint_id FROM locked ORDER BY first_id),
+                                                    ARRAY(SELECT activity_id FROM locked ORDER BY first_id),
+                                                    ARRAY(SELECT first_id FROM locked ORDER BY first_id))
+    )
+    SELECT c.id, c.endpoint_id, w.url, w.secret, c.event_id, c.event_type, c.activity_id, c.body,
+           extract(epoch FROM c.enqueued_at)::float8, c.attempts
+    FROM claimed c
+    JOIN open k ON k.endpoint_id = c.endpoint_id AND k.activity_id = c.activity_id
+    JOIN webhook_endpoint w ON w.id = c.endpoint_id
+    ORDER BY c.id;
+$$;
+
+-- A webhook batch's outcomes in one statement: log rows, delivered and given-up rows removed, retries rescheduled.
+CREATE OR REPLACE FUNCTION liverelay_record_webhooks(
+    log_outbox_id bigint[], log_status text[], log_error text[], log_http_status integer[],
+    log_latency_ms double precision[], finished_ids bigint[], retry_ids bigint[], retry_delays_ms bigint[],
+    retry_errors text[]
+) RETURNS void
+LANGUAGE sql VOLATILE AS $$
+    WITH logged AS (
+        INSERT INTO delivery_log (event_type, status, error, outbox_id, activity_id, attempt, latency_ms, transport,
+                                  provider_status, endpoint_id, event_id, session_id)
+        SELECT o.event_type, l.status, nullif(l.error, ''), o.id, o.activity_id, o.attempts + 1,
+               nullif(l.latency_ms, -1), 'webhook', nullif(l.http_status, 0), o.endpoint_id, o.event_id, a.session_id
+        FROM unnest(log_outbox_id, log_status, log_error, log_http_status, log_latency_ms)
+             AS l(outbox_id, status, error, http_status, latency_ms)
+        JOIN webhook_outbox o ON o.id = l.outbox_id
+        LEFT JOIN activity_registration a ON a.id = o.activity_id
+    ), removed AS (
+        DELETE FROM webhook_outbox WHERE id = ANY (finished_ids)
+    )
+    UPDATE webhook_outbox o SET attempts = o.attempts + 1,
+           next_attempt_at = now() + r.delay_ms * interval '1 millisecond', last_error = r.error
+    FROM unnest(retry_ids, retry_delays_ms, retry_errors) AS r(id, delay_ms, error)
+    WHERE o.id = r.id;
+$$;
