@@ -1,0 +1,81 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import LiveRelayCore
+import LiveRelayHTTPServer
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// A webhook endpoint for tests: records every request (headers and raw body) and answers what `answer` says.
+final class WebhookReceiver: Sendable {
+    struct Received: Sendable {
+        var eventID: String
+        var signature: String
+        var body: [UInt8]
+        var json: JSONValue { (try? JSONValue(parsing: String(decoding: body, as: UTF8.self))) ?? .null }
+        var type: String? { if case .string(let type)? = json.objectValue?["type"] { type } else { nil } }
+        var activityID: String? {
+            if case .string(let id)? = json.objectValue?["data"]?.objectValue?["activity"]?.objectValue?["id"] {
+                return id
+            }
+            return nil
+        }
+    }
+
+    private let state = Mutex<(received: [Received], failuresLeft: Int)>(([], 0))
+
+    /// The next `count` requests are answered 503.
+    func fail(next count: Int) { state.withLock { $0.failuresLeft = count } }
+
+    var received: [Received] { state.withLock { $0.received } }
+
+    /// Runs the receiver on a free loopback port while `body` runs with its URL.
+    func run(_ body: @Sendable (String) async throws -> Void) async throws {
+        let router = Router()
+        router.post("hook") { request, _ -> Response in
+            let bytes = try await request.body.collect(upTo: 1 << 20)
+            let item = Received(
+                eventID: request.headers[HTTPField.Name("LiveRelay-Event-Id")!] ?? "",
+                signature: request.headers[HTTPField.Name("LiveRelay-Signature")!] ?? "",
+                body: Array(buffer: bytes))
+            let failing = self.state.withLock { state -> Bool in
+                state.received.append(item)
+                guard state.failuresLeft > 0 else { return false }
+                state.failuresLeft -= 1
+                return true
+            }
+            return Response(status: failing ? .serviceUnavailable : .noContent)
+        }
+        let (ports, sink) = AsyncStream.makeStream(of: Int.self)
+        let service = try HTTPService(
+            router: router, server: .http1(), address: .hostname("127.0.0.1", port: 0), serverName: "receiver",
+            logger: Logger(label: "receiver")
+        ) { channel in
+            sink.yield(channel.localAddress?.port ?? 0)
+            sink.finish()
+        }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await service.run() }
+            var port = 0
+            for await value in ports { port = value }
+            defer { group.cancelAll() }
+            try await body("http://127.0.0.1:\(port)/hook")
+        }
+    }
+
+    /// Waits until `condition` holds for what was received.
+    func wait(timeout: Duration = .seconds(20), _ condition: ([Received]) -> Bool) async throws -> [Received] {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let now = received
+            if condition(now) { return now }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        struct TimedOut: Error, CustomStringConvertible {
+            var seen: [String]
+            var description: String { "timed out waiting for webhooks; received \(seen)" }
+        }
+        throw TimedOut(seen: received.compactMap(\.type))
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import LiveRelayCore
+import Testing
+
+/// DESIGN.md "Activity lifecycle": lifecycle events reach a real HTTP receiver, signed, in order, at least once.
+@Suite("Lifecycle webhooks", .timeLimit(.minutes(2)))
+struct WebhookTests {
+    static let allowPrivate = ["LIVERELAY_WEBHOOK_ALLOW_PRIVATE": "true"]
+
+    /// Registers an endpoint for `url`; returns its secret.
+    static func register(_ api: RelayHTTP, url: String) async throws -> String {
+        let created = try await api.post("/v1/webhooks", #"{"url":"\#(url)"}"#, headers: RelayHTTP.admin)
+        #expect(created.status == 201, "\(created.text)")
+        #expect(created["events"]?.arrayValue?.count == 6, "all events by default: \(created.text)")
+        guard case .string(let secret)? = created["secret"] else {
+            Issue.record("no secret in \(created.text)")
+            return ""
+        }
+        return secret
+    }
+
+    @Test("started, updated and ended arrive signed, in order, with the documented body; GET shows no secret")
+    func lifecycle() async throws {
+        try await Harness.with { h in
+            let receiver = WebhookReceiver()
+            try await receiver.run { url in
+                try await h.withRelayPort(environment: Self.allowPrivate) { port in
+                    let api = RelayHTTP(port: port)
+                    let secret = try await Self.register(api, url: url)
+                    let listed = try await api.request(.GET, "/v1/webhooks", headers: RelayHTTP.admin)
+                    #expect(listed.status == 200 && !listed.text.contains(secret) && !listed.text.contains("secret"))
+
+                    let token = try await h.registerActivity(session: "s-hook")
+                    try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-hook'"#)
+                    try await h.waitForPushes { $0.contains { $0.token == token && $0.n == 1 } }
+                    try await h.sql("UPDATE activity_registration SET status = 'ended' WHERE session_id = 's-hook'")
+                    let received = try await receiver.wait { $0.count >= 3 }
+                    #expect(received.compactMap(\.type) == [
+                        "live_activity.started", "live_activity.updated", "live_activity.ended",
+                    ])
+                    let now = Int64(Date().timeIntervalSince1970)
+                    for event in received {
+                        #expect(WebhookSignature.verify(header: event.signature, secret: secret, body: event.body,
+                                                        now: now), "signature \(event.signature)")
+                        #expect(!WebhookSignature.verify(header: event.signature, secret: secret + "x",
+                                                         body: event.body, now: now))
+                        let body = event.json.objectValue ?? [:]
+                        #expect(body["id"] == .string(event.eventID), "the header's id is the body's")
+                        #expect(body["created_at"] != nil)
+                        let activity = body["data"]?.objectValue?["activity"]?.objectValue ?? [:]
+                        #expect(Set(activity.keys) == ["id", "session_id", "external_id", "user_id", "platform",
+                                                       "status"])
+                        #expect(activity["session_id"] == .string("s-hook"))
+                    }
+                    #expect(received[0].json.objectValue?["data"]?.objectValue?["delivery"] == nil)
+                    let delivery = received[1].json.objectValue?["data"]?.objectValue?["delivery"]?.objectValue
+                    #expect(delivery?["transport"] == .string("apns") && delivery?["status"] == .string("sent"))
+                    #expect(delivery?["latency_ms"] != nil && delivery?["latency_ms"] != .null)
+                    try await h.waitUntil("""
+                        SELECT count(*) = 3 FROM delivery_log WHERE transport = 'webhook' AND status = 'sent'
+                        """)
+                }
+            }
+        }
+    }
+
+    @Test("a receiver answering 503 gets the same event again (same id) until it takes it; later events wait")
+    func retries() async throws {
+        try await Harness.with { h in
+            let receiver = WebhookReceiver()
+            receiver.fail(next: 2)
+            try await receiver.run { url in
+                try await h.withRelayPort(environment: Self.allowPrivate) { port in
+                    _ = try await Self.register(RelayHTTP(port: port), url: url)
+                    _ = try await h.registerActivity(session: "s-retry")
+                    try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-retry'"#)
+                    let received = try await receiver.wait { $0.count >= 4 }
+                    #expect(received.compactMap(\.type) == [
+                        "live_activity.started", "live_activity.started", "live_activity.started",
+                        "live_activity.updated",
+                    ], "the update waited behind the refused start")
+                    #expect(Set(received.prefix(3).map(\.eventID)).count == 1, "a retry keeps its event id")
+                    let retried = try await h.rows("""
+                        SELECT count(*)::int8 FROM delivery_log WHERE transport = 'webhook' AND status = 'retrying'
+                          AND provider_status = 503
+                        """, as: Int64.self)
+                    #expect(retried == [2])
+                }
+            }
+        }
+    }
+
+    @Test("a URL that resolves to loopback is refused unless allowed; bad events and secrets are refused")
+    func refusals() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let loopback = try await api.post("/v1/webhooks", #"{"url":"http://127.0.0.1:9/hook"}"#,
+                                                  headers: RelayHTTP.admin)
+                #expect(loopback.status == 400 && loopback.text.contains("loopback")
+                        && loopback.text.contains("LIVERELAY_WEBHOOK_ALLOW_PRIVATE"), "\(loopback.text)")
+                let privateNet = try await api.post("/v1/webhooks", #"{"url":"http://10.1.2.3/hook"}"#,
+                                                    headers: RelayHTTP.admin)
+                #expect(privateNet.status == 400 && privateNet.text.contains("private"), "\(privateNet.text)")
+                let scheme = try await api.post("/v1/webhooks", #"{"url":"ftp://example.com/x"}"#,
+                                                headers: RelayHTTP.admin)
+                #expect(scheme.status == 400 && scheme.text.contains("http"), "\(scheme.text)")
+                let events = try await api.post("/v1/webhooks",
+                    #"{"url":"https://example.com/x","events":["live_activity.exploded"]}"#, headers: RelayHTTP.admin)
+                #expect(events.status == 400 && events.text.contains("live_activity.started"), "\(events.text)")
+                let secret = try await api.post("/v1/webhooks", #"{"url":"https://example.com/x","secret":"short"}"#,
+                                                headers: RelayHTTP.admin)
+                #expect(secret.status == 400 && secret.text.contains("16"), "\(secret.text)")
+                let anonymous = try await api.post("/v1/webhooks", #"{"url":"https://example.com/x"}"#)
+                #expect(anonymous.status == 401)
+                let missing = try await api.request(.DELETE, "/v1/webhooks/\(UUID())", headers: RelayHTTP.admin)
+                #expect(missing.status == 404)
+            }
+        }
+    }
+}
