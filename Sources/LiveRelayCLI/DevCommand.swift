@@ -65,6 +65,8 @@ struct DevCommand: AsyncParsableCommand {
             let adminToken = try environment["LIVERELAY_ADMIN_TOKEN"] ?? DevKeys.loadOrCreateSecret(
                 at: state + "/admin-token")
             relayEnvironment["LIVERELAY_ADMIN_TOKEN"] = adminToken
+            // Local work sends webhooks to local receivers.
+            relayEnvironment["LIVERELAY_WEBHOOK_ALLOW_PRIVATE"] = environment["LIVERELAY_WEBHOOK_ALLOW_PRIVATE"] ?? "true"
             var simPort: Int?
             for await port in simPorts { simPort = port }
             if useSimulator, let simPort {
