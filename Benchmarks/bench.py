@@ -23,6 +23,8 @@ import urllib.request
 
 import psycopg
 
+from bench_webhooks import HookReceiver, bench_b8, register_endpoint
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ADMIN_TOKEN = "bench-admin-token-0123456789"
 # The pairing secret of every benchmark activity, hashed as the tables store it.
@@ -212,7 +214,7 @@ hosts:
             "FCM_CA_FILE": self.cert,
             "DATABASE_URL": self.url, "APNS_TEAM_ID": "BENCHTEAM1", "APNS_KEY_ID": "BENCHKEY01", "APNS_PRIVATE_KEY_FILE": key,
             "APNS_PRODUCTION_URL": f"https://127.0.0.1:{self.h2o_port}", "APNS_SANDBOX_URL": f"https://127.0.0.1:{self.h2o_port}",
-            "APNS_CA_FILE": self.cert, "PORT": str(self.http_port), "LIVERELAY_ADMIN_TOKEN": ADMIN_TOKEN, "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "warning"), "LIVERELAY_SQL_DIR": ROOT,
+            "APNS_CA_FILE": self.cert, "PORT": str(self.http_port), "LIVERELAY_WEBHOOK_ALLOW_PRIVATE": "true", "LIVERELAY_ADMIN_TOKEN": ADMIN_TOKEN, "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "warning"), "LIVERELAY_SQL_DIR": ROOT,
         })
         return env
 
@@ -480,7 +482,9 @@ def main():
     parser.add_argument("--b5-seconds", type=int, default=20)
     parser.add_argument("--b3-clients", type=int, default=10_000)
     parser.add_argument("--out", default=os.path.join(ROOT, "Benchmarks", "results"))
-    parser.add_argument("--only", default="B1,B2,B2M,B3,B5,B6", help="comma-separated scenarios to run (e.g. B2)")
+    parser.add_argument("--b8-events", type=int, default=10_000)
+    parser.add_argument("--no-webhooks", action="store_true", help="run B1/B5 without a webhook endpoint (for A/B)")
+    parser.add_argument("--only", default="B1,B2,B2M,B3,B5,B6,B8", help="comma-separated scenarios to run (e.g. B2)")
     args = parser.parse_args()
     only = set(args.only.upper().split(","))
     os.makedirs(args.out, exist_ok=True)
@@ -488,12 +492,17 @@ def main():
     os.chmod(work, 0o755)
     stack = Stack(work, args.binary)
     results = {"machine": {"cpus": os.cpu_count(), "uname": " ".join(os.uname())}}
+    hooks = None
     try:
         stack.start_postgres()
         stack.start_h2o()
         ceiling, _ = h2load_ceiling(stack, 200_000)
         results["ceiling_requests_per_second"] = ceiling
         stack.migrate()
+        if "B8" in only or not args.no_webhooks:
+            # Webhooks enabled: every lifecycle event of B1/B5 (and B8's) goes to a local receiver.
+            hooks = HookReceiver(work, free_port())
+            register_endpoint(stack, hooks.url)
         # The harness's order: B2's activities seeded before the relay starts, a warm-up, B1, then B2's two rounds.
         if "B2" in only:
             seed_b2(stack, args.b2_activities)
@@ -517,12 +526,16 @@ def main():
             results["B2m"] = bench_b2m(stack, args.b2_activities)
         if "B5" in only:
             results["B5"] = bench_b5(stack, 16, args.b5_seconds, args.b1_rate * args.b1_seconds)
+        if "B8" in only:
+            results["B8"] = bench_b8(stack, hooks, args.b8_events)
         if "B3" in only:
             stack.stop_relay()
             stack.start_relay()
             results["B3"] = bench_b3(stack, args.b3_clients)
     finally:
         stack.stop_relay()
+        if hooks:
+            hooks.stop()
         if stack.h2o:
             stack.h2o.terminate()
         if hasattr(stack, "data"):
@@ -576,6 +589,14 @@ def main():
         summary["B5"] = (f"16 durable writers: {b5['tps_with_triggers_and_relay']:,.0f} tps with triggers + relay vs "
                          f"{b5['tps_bare']:,.0f} tps bare = {b5['ratio']:.2f} (triggers with the relay stopped: "
                          f"{b5['tps_triggers_relay_stopped']:,.0f} tps = {b5['ratio_triggers_only']:.2f})")
+    if "B8" in results:
+        b8 = results["B8"]
+        summary["B8"] = (f"{b8['received']}/{b8['events']} lifecycle events at the receiver in "
+                         f"{b8['seconds_after_commit']:.2f} s after commit: {b8['events_per_second']:,.0f} events/s, "
+                         f"{b8['lost']} lost, {b8['requests'] - b8['received']} repeated requests; first "
+                         f"{b8['first_event_ms']:.0f} ms after commit")
+    summary["webhooks"] = "B1/B5 ran with a webhook endpoint registered" if hooks and not args.no_webhooks else \
+        "B1/B5 ran without webhooks (--no-webhooks)"
     summary["B6"] = (f"start → ready {results['B6']['start_to_ready_seconds'] * 1000:.0f} ms; "
                      f"idle RSS {results['B6']['idle_rss_mb']:.1f} MB")
     results["summary"] = slim["summary"] = summary

@@ -29,6 +29,7 @@ import urllib.request
 import psycopg
 
 from bench import ADMIN_TOKEN, Stack, as_postgres, free_port, pct
+from fault_webhooks import scenario_webhook_down
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BATCH_SIZE = 500  # LIVERELAY_BATCH_SIZE's default: the most one kill can make the relay send twice
@@ -735,6 +736,8 @@ SCENARIOS = {
     "two-relays": scenario_two_relays,
     "sigterm": scenario_sigterm,
     "idle-transaction": scenario_idle_transaction,
+    "webhook-down": lambda suite, quick: scenario_webhook_down(suite, quick, Relay, Writer, collect, nothing_lost,
+                                                               free_port),
 }
 
 

@@ -1,0 +1,97 @@
+"""B8 (issue 12): lifecycle events to a local webhook receiver. A second h2o (plain HTTP, one thread) answers 204
+and logs the microsecond and the LiveRelay-Event-Id of every request; the relay's endpoint is registered by SQL,
+as an operator may. Used by bench.py, which also runs B1 and B5 with this endpoint registered (webhooks enabled)."""
+import os
+import socket
+import subprocess
+import time
+
+WEBHOOK_SECRET = "whsec_bench_0123456789abcdef"
+
+
+class HookReceiver:
+    def __init__(self, work, port):
+        self.port, self.log = port, os.path.join(work, "hooks.log")
+        conf = os.path.join(work, "hooks.conf")
+        with open(conf, "w") as f:
+            f.write(f"""listen:
+  host: 127.0.0.1
+  port: {port}
+num-threads: 1
+error-log: {work}/hooks-error.log
+hosts:
+  default:
+    paths:
+      /:
+        mruby.handler: |
+          Proc.new do |env|
+            [204, {{}}, []]
+          end
+        access-log:
+          path: {self.log}
+          format: "%{{usec}}t %{{LiveRelay-Event-Id}}i"
+""")
+        self.process = subprocess.Popen(["h2o", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise SystemExit("the webhook receiver (h2o) did not start")
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def received(self):
+        """(receive time in seconds, event id) of every request so far."""
+        if not os.path.exists(self.log):
+            return []
+        out = []
+        with open(self.log) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 2:
+                    out.append((int(parts[0]) / 1e6, parts[1]))
+        return out
+
+    def stop(self):
+        self.process.terminate()
+
+
+def register_endpoint(stack, url):
+    stack.sql("INSERT INTO webhook_endpoint (url, secret) VALUES (%s, %s)", (url, WEBHOOK_SECRET))
+
+
+def bench_b8(stack, receiver, count):
+    """`count` activities registered in one statement: `count` live_activity.started events (plus whatever else the
+    run emits), from the commit to the last request at the receiver; lost = events in broadcast_log's record of them
+    that never arrived."""
+    before = len(receiver.received())
+    stack.sql("SELECT setval(pg_get_serial_sequence('broadcast_log', 'seq'), nextval(pg_get_serial_sequence("
+              "'broadcast_log', 'seq')))")
+    first_seq = stack.sql("SELECT coalesce(max(seq), 0) FROM broadcast_log")[0][0]
+    committed = time.time()
+    stack.sql("""
+        INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, content_state)
+        SELECT encode(sha256('bench'), 'hex'), 'b8-' || i, md5('b8' || i) || md5(i::text), 'dev.liverelay.bench',
+               '{"n": 0}'
+        FROM generate_series(1, %s) AS i""", (count,))
+    expected = {str(row[0]) for row in stack.sql(
+        "SELECT data->>'id' FROM broadcast_log WHERE seq > %s AND event = 'live_activity.started' "
+        "AND data->'data'->'activity'->>'session_id' LIKE 'b8-%%'", (first_seq,))}
+    deadline = time.time() + 120
+    arrived = {}
+    while time.time() < deadline:
+        for received_at, event_id in receiver.received()[before:]:
+            arrived.setdefault(event_id, received_at)
+        if expected <= arrived.keys():
+            break
+        time.sleep(0.1)
+    got = [arrived[e] for e in expected if e in arrived]
+    seconds = (max(got) - committed) if got else float("nan")
+    requests = len(receiver.received()) - before
+    return {"events": len(expected), "received": len(got), "lost": len(expected) - len(got),
+            "seconds_after_commit": seconds, "events_per_second": len(got) / seconds if got else 0.0,
+            "requests": requests, "first_event_ms": (min(got) - committed) * 1000 if got else float("nan")}
