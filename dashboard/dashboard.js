@@ -129,10 +129,20 @@ async function loadActivities() {
       cell('Status', element('span', { class: 'badge status-' + activity.status, text: activity.status })),
       cell('Content state', contentState(activity.contentState)),
       cell('Last delivery', lastDelivery(activity.lastDelivery)),
-      cell('Pushes, last hour', String(activity.pushesLastHour)),
+      cell('Priority 10, last hour', budget(activity)),
       cell('Actions', end));
   }));
   $('activities-empty').hidden = activities.length > 0;
+}
+
+// The update budget: priority-10 pushes this hour against the limit, and its level (past it, updates go at 5).
+function budget(activity) {
+  const label = `${activity.priority10LastHour} / ${activity.priority10Limit}`;
+  const state = activity.budgetState;
+  return element('span', {},
+    element('span', { text: label }), ' ',
+    element('span', { class: 'badge budget-' + state, text: state === 'downgraded' ? 'at priority 5' : state }),
+    activity.awaitingToken ? element('small', { text: ' · waiting for its token' }) : '');
 }
 
 async function endActivity(id) {
@@ -152,7 +162,8 @@ async function loadDeliveries() {
     return element('tr', { class: row.status === 'failed' ? 'failed' : null },
       cell('Time', time(row.created_at)),
       cell('Status', element('span', { class: 'badge status-' + row.status, text: row.status })),
-      cell('Event', row.event_type), cell('Session', row.session_id || '–'),
+      cell('Event', row.priority ? `${row.event_type} · p${row.priority} (${row.priority_reason})` : row.event_type),
+      cell('Session', row.session_id || '–'),
       cell('Transport', row.transport || '–'),
       cell('Answer', answer || '–'),
       cell('Latency', row.latency_ms === null ? '–' : row.latency_ms.toFixed(1) + ' ms'));
@@ -221,6 +232,22 @@ const affected = {
   deliveries: ['deliveries', 'queue', 'activities'],
 };
 
+// Lifecycle events (live_activity.*) as they come on the admin stream, newest first, the last 50.
+function showLifecycle(name, data) {
+  let event;
+  try { event = JSON.parse(data); } catch { return; }
+  const activity = (event.data && event.data.activity) || {};
+  const delivery = event.data && event.data.delivery;
+  const detail = delivery ? ` · ${delivery.transport} ${delivery.status}${delivery.reason ? ' ' + delivery.reason : ''}` : '';
+  const item = element('li', { 'data-type': name },
+    time(event.created_at), ' ', element('span', { class: 'badge event', text: name.replace('live_activity.', '') }),
+    ' ', element('code', { text: activity.session_id || activity.id || '' }), detail);
+  const list = $('lifecycle-rows');
+  list.prepend(item);
+  while (list.children.length > 50) list.lastChild.remove();
+  $('lifecycle-empty').hidden = true;
+}
+
 async function follow() {
   let lastEventID = null;
   let delay = 500;
@@ -247,11 +274,17 @@ async function follow() {
           const frame = buffer.slice(0, end);
           buffer = buffer.slice(end + 2);
           let name = 'message';
+          let data = '';
           for (const line of frame.split('\n')) {
             if (line.startsWith('id: ')) lastEventID = line.slice(4);
             else if (line.startsWith('event: ')) name = line.slice(7);
+            else if (line.startsWith('data: ')) data += line.slice(6);
           }
           if (affected[name]) refresh(...affected[name]);
+          if (name.startsWith('live_activity.')) {
+            showLifecycle(name, data);
+            refresh('activities');
+          }
         }
       }
     } catch (error) {

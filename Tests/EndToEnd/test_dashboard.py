@@ -3,6 +3,7 @@ signing in, sending and clearing a device's message (seen at the APNs simulator)
 changes appearing without reload, phone width, and no console errors."""
 import json
 import os
+import re
 import time
 import uuid
 
@@ -155,3 +156,18 @@ def test_phone_width_has_no_sideways_scrolling(stack):
             driver.save_screenshot(os.environ["DASHBOARD_SCREENSHOT"])
     finally:
         driver.quit()
+
+
+def test_lifecycle_events_and_the_update_budget_show_live(stack, page):
+    sign_in(page, stack)
+    marker = "budget " + uuid.uuid4().hex[:6]
+    state = json.dumps({"status": "working", "sessionTitle": "Demo", "lastMessage": marker, "retryInfo": None})
+    stack.sql("UPDATE activity_registration SET content_state = %s::jsonb WHERE session_id = 'demo-session'", (state,))
+    wait(page, lambda: "updated" in page.find_element(By.ID, "lifecycle-rows").text
+         and "demo-session" in page.find_element(By.ID, "lifecycle-rows").text, timeout=5,
+         message="the live_activity.updated event in the lifecycle list")
+    def budget_shown():
+        rows = [r.text for r in page.find_elements(By.CSS_SELECTOR, "#activities tbody tr") if "demo-session" in r.text]
+        return bool(rows) and re.search(r"\d+ / 120", rows[0]) is not None and "ok" in rows[0]
+    wait(page, budget_shown, timeout=5,
+         message="the activity's priority-10 count against its limit, and its budget level")
