@@ -72,12 +72,12 @@ def bench_b8(stack, receiver, count):
     stack.sql("SELECT setval(pg_get_serial_sequence('broadcast_log', 'seq'), nextval(pg_get_serial_sequence("
               "'broadcast_log', 'seq')))")
     first_seq = stack.sql("SELECT coalesce(max(seq), 0) FROM broadcast_log")[0][0]
-    committed = time.time()
     stack.sql("""
         INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, content_state)
         SELECT encode(sha256('bench'), 'hex'), 'b8-' || i, md5('b8' || i) || md5(i::text), 'dev.liverelay.bench',
                '{"n": 0}'
         FROM generate_series(1, %s) AS i""", (count,))
+    committed = time.time()
     expected = {str(row[0]) for row in stack.sql(
         "SELECT data->>'id' FROM broadcast_log WHERE seq > %s AND event = 'live_activity.started' "
         "AND data->'data'->'activity'->>'session_id' LIKE 'b8-%%'", (first_seq,))}

@@ -75,9 +75,16 @@ public final class WebhookWorker: Service, Sendable {
             try await connection.query("COMMIT", logger: logger)
             return 0
         }
+        let clock = ContinuousClock()
+        let claimed = clock.now
         let outcomes = await send(rows)
+        let sent = clock.now
         try await store.record(outcomes, on: connection)
         try await connection.query("COMMIT", logger: logger)
+        logger.debug("webhook batch", metadata: [
+            "rows": "\(rows.count)", "send_ms": "\((sent - claimed).milliseconds)",
+            "record_ms": "\((clock.now - sent).milliseconds)",
+        ])
         if let metrics {
             let types = Dictionary(rows.map { ($0.id, $0.eventType) }, uniquingKeysWith: { first, _ in first })
             for outcome in outcomes {

@@ -112,10 +112,13 @@ public struct RelayServer: Sendable {
                 connector: connector, listener: listener, transports: workerTransports,
                 configuration: configuration.delivery, metrics: metrics, stop: stop, logger: workerLogger)
         }
+        // As many webhook workers as delivery workers: chains are locked one sender each, so they share the queue
+        // (one worker sent 2,951 events/s in B8, two 4,000–4,600).
         let webhooks = WebhookTransport(allowPrivate: configuration.delivery.allowPrivateWebhooks)
-        let webhookWorker = WebhookWorker(
-            connector: connector, listener: listener, sender: webhooks, configuration: configuration.delivery,
-            metrics: metrics, logger: logger)
+        let webhookWorkers = (0..<configuration.delivery.workers).map { _ in
+            WebhookWorker(connector: connector, listener: listener, sender: webhooks,
+                          configuration: configuration.delivery, metrics: metrics, logger: logger)
+        }
         let sweeper = ActivitySweeper(
             connector: connector, maximumAgeSeconds: configuration.delivery.activityMaxAgeSeconds, logger: logger)
         let hub = BroadcastHub(connector: connector, listener: listener, logger: logger)
@@ -135,7 +138,8 @@ public struct RelayServer: Sendable {
             logger.notice("liverelay listening", metadata: ["address": "http://\(host):\(port)"])
             await onReady?(port)
         }
-        var services: [any Service] = [pool, listener, hub, sweeper, webhookWorker]
+        var services: [any Service] = [pool, listener, hub, sweeper]
+        services += webhookWorkers
         services += workers
         services.append(http)
         services.append(StopOnShutdown { workers.forEach { $0.stopTakingBatches() } })
