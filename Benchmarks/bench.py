@@ -214,7 +214,9 @@ hosts:
             "FCM_CA_FILE": self.cert,
             "DATABASE_URL": self.url, "APNS_TEAM_ID": "BENCHTEAM1", "APNS_KEY_ID": "BENCHKEY01", "APNS_PRIVATE_KEY_FILE": key,
             "APNS_PRODUCTION_URL": f"https://127.0.0.1:{self.h2o_port}", "APNS_SANDBOX_URL": f"https://127.0.0.1:{self.h2o_port}",
-            "APNS_CA_FILE": self.cert, "PORT": str(self.http_port), "LIVERELAY_WEBHOOK_ALLOW_PRIVATE": "true", "LIVERELAY_ADMIN_TOKEN": ADMIN_TOKEN, "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "warning"), "LIVERELAY_SQL_DIR": ROOT,
+            "APNS_CA_FILE": self.cert, "PORT": str(self.http_port),
+            "LIVERELAY_WEBHOOK_ALLOW_PRIVATE": "true", "LIVERELAY_ADMIN_TOKEN": ADMIN_TOKEN,
+            "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "warning"), "LIVERELAY_SQL_DIR": ROOT,
         })
         return env
 

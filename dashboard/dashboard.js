@@ -238,7 +238,8 @@ function showLifecycle(name, data) {
   try { event = JSON.parse(data); } catch { return; }
   const activity = (event.data && event.data.activity) || {};
   const delivery = event.data && event.data.delivery;
-  const detail = delivery ? ` · ${delivery.transport} ${delivery.status}${delivery.reason ? ' ' + delivery.reason : ''}` : '';
+  const reason = delivery && delivery.reason ? ' ' + delivery.reason : '';
+  const detail = delivery ? ` · ${delivery.transport} ${delivery.status}${reason}` : '';
   const item = element('li', { 'data-type': name },
     time(event.created_at), ' ', element('span', { class: 'badge event', text: name.replace('live_activity.', '') }),
     ' ', element('code', { text: activity.session_id || activity.id || '' }), detail);

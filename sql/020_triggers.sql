@@ -75,7 +75,7 @@ BEGIN
     RETURN true;
 END $$;
 
--- UPDATE activity_registration: content_state of an active activity (or a new token) → update; active → ended → end.
+-- UPDATE activity_registration: content_state of an active activity (or a new token) → update; ended → end.
 -- One pass: the size of a push is checked only when its content and message text could bring it near the limit
 -- (at most ~300 bytes of aps keys and dates come on top), and an oversized one aborts the statement.
 CREATE OR REPLACE FUNCTION liverelay_activity_updated() RETURNS trigger
@@ -88,7 +88,8 @@ BEGIN
         JOIN old_rows o ON o.id = n.id
         LEFT JOIN device_live_activity_message m ON m.device_uuid = n.device_uuid
         WHERE ((n.status = 'ended' AND o.status = 'active')
-            OR (n.status = 'active' AND n.content_state IS NOT NULL AND n.content_state IS DISTINCT FROM o.content_state)
+            OR (n.status = 'active' AND n.content_state IS NOT NULL
+                AND n.content_state IS DISTINCT FROM o.content_state)
             -- A token that arrives (late, or rotated) gets the latest state at once.
             OR (n.status = 'active' AND n.content_state IS NOT NULL AND n.activity_token IS NOT NULL
                 AND n.activity_token IS DISTINCT FROM o.activity_token))

@@ -152,7 +152,8 @@ LANGUAGE sql VOLATILE AS $$
                                            'reason', coalesce(nullif(l.reason, ''), nullif(l.error, '')),
                                            'latency_ms', nullif(l.latency_ms, -1)) ORDER BY l.ord), false)
     FROM unnest(log_lifecycle, log_activity_id, log_transport, log_status, log_provider_reason, log_error,
-                log_latency_ms) WITH ORDINALITY AS l(type, activity_id, transport, status, reason, error, latency_ms, ord)
+                log_latency_ms)
+         WITH ORDINALITY AS l(type, activity_id, transport, status, reason, error, latency_ms, ord)
     WHERE l.type <> '' AND l.activity_id <> ''
     HAVING count(*) > 0;
 $$;

@@ -66,7 +66,8 @@ struct DevCommand: AsyncParsableCommand {
                 at: state + "/admin-token")
             relayEnvironment["LIVERELAY_ADMIN_TOKEN"] = adminToken
             // Local work sends webhooks to local receivers.
-            relayEnvironment["LIVERELAY_WEBHOOK_ALLOW_PRIVATE"] = environment["LIVERELAY_WEBHOOK_ALLOW_PRIVATE"] ?? "true"
+            let allowPrivate = environment["LIVERELAY_WEBHOOK_ALLOW_PRIVATE"] ?? "true"
+            relayEnvironment["LIVERELAY_WEBHOOK_ALLOW_PRIVATE"] = allowPrivate
             var simPort: Int?
             for await port in simPorts { simPort = port }
             if useSimulator, let simPort {

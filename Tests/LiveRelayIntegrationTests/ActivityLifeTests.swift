@@ -23,8 +23,9 @@ struct ActivityLifeTests {
                 #expect(created.status == 201 && created["awaitingToken"] == .bool(true), "\(created.text)")
                 let id = try Self.id(created)
                 for n in 2...3 {
-                    let patched = try await api.request(.PATCH, "/v1/live-activities/\(id)",
-                                                        json: #"{"contentState":{"n":\#(n)}}"#, headers: RelayHTTP.admin)
+                    let patched = try await api.request(
+                        .PATCH, "/v1/live-activities/\(id)", json: #"{"contentState":{"n":\#(n)}}"#,
+                        headers: RelayHTTP.admin)
                     #expect(patched.status == 200)
                 }
                 // Both updates were taken and kept (no token yet): settled as coalesced, waiting for the token.
@@ -34,8 +35,8 @@ struct ActivityLifeTests {
                     """)
                 #expect(h.simulator.pushes().isEmpty)
                 let token = randomToken()
-                let put = try await api.request(.PUT, "/v1/live-activities/\(id)/token", json: #"{"token":"\#(token)"}"#,
-                                                headers: RelayHTTP.admin)
+                let put = try await api.request(.PUT, "/v1/live-activities/\(id)/token",
+                                                json: #"{"token":"\#(token)"}"#, headers: RelayHTTP.admin)
                 #expect(put.status == 200 && put["awaitingToken"] == .bool(false), "\(put.text)")
                 let pushes = try await h.waitForPushes { $0.contains { $0.token == token } }
                 #expect(pushes.map(\.n) == [3], "one push of the latest state: \(pushes.map(\.n))")
@@ -58,8 +59,9 @@ struct ActivityLifeTests {
                 let id = try #require(try await h.rows(
                     "SELECT id FROM activity_registration WHERE session_id = 's-budget'", as: UUID.self).first)
                 let api = RelayHTTP(port: port)
-                let alerted = try await api.request(.PATCH, "/v1/live-activities/\(id)",
-                    json: #"{"contentState":{"n":4},"alert":{"title":"Heads up","body":"now"}}"#, headers: RelayHTTP.admin)
+                let alert = #"{"contentState":{"n":4},"alert":{"title":"Heads up","body":"now"}}"#
+                let alerted = try await api.request(.PATCH, "/v1/live-activities/\(id)", json: alert,
+                                                    headers: RelayHTTP.admin)
                 #expect(alerted.status == 200)
                 try await h.waitForPushes { $0.contains { $0.token == token && $0.n == 4 } }
                 try await h.sql("UPDATE activity_registration SET status = 'ended' WHERE session_id = 's-budget'")

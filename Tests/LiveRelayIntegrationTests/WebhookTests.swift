@@ -31,7 +31,9 @@ struct WebhookTests {
                     #expect(listed.status == 200 && !listed.text.contains(secret) && !listed.text.contains("secret"))
 
                     let token = try await h.registerActivity(session: "s-hook")
-                    try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-hook'"#)
+                    try await h.sql(#"""
+                        UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-hook'
+                        """#)
                     try await h.waitForPushes { $0.contains { $0.token == token && $0.n == 1 } }
                     try await h.sql("UPDATE activity_registration SET status = 'ended' WHERE session_id = 's-hook'")
                     let received = try await receiver.wait { $0.count >= 3 }
@@ -73,7 +75,9 @@ struct WebhookTests {
                 try await h.withRelayPort(environment: Self.allowPrivate) { port in
                     _ = try await Self.register(RelayHTTP(port: port), url: url)
                     _ = try await h.registerActivity(session: "s-retry")
-                    try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-retry'"#)
+                    try await h.sql(#"""
+                        UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-retry'
+                        """#)
                     let received = try await receiver.wait { $0.count >= 4 }
                     #expect(received.compactMap(\.type) == [
                         "live_activity.started", "live_activity.started", "live_activity.started",
