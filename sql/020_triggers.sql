@@ -5,8 +5,8 @@
 -- every writer take NOTIFY's commit lock: the first writer to find a relay idle marks it busy and notifies; writers
 -- that come while that writer's transaction is open (the row is locked: skipped) or after it (busy) do not. A
 -- rolled-back writer undoes its mark. A writer that finds every relay busy relies on the relay re-scanning after it
--- marks itself idle again: it does so at once and again 50 ms later (for writers whose commit was still on its way
--- to disk), and the poll catches anything later still.
+-- marks itself idle again: it does so at once, and again whenever one of the transactions that were in progress just
+-- after it said idle ends (such a writer is one of them: it has written, so it has a transaction id).
 
 CREATE OR REPLACE FUNCTION liverelay_wake() RETURNS void
 LANGUAGE plpgsql AS $$

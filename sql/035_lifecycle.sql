@@ -3,15 +3,16 @@
 -- Emits lifecycle events of activities, in the caller's transaction: the documented body, built once per event,
 -- goes to every enabled endpoint subscribed to its type (webhook_outbox) and onto the admin-only `admin` stream
 -- channel. `deliveries` (parallel to the other arrays, or NULL) is the delivery outcome an event reports. `wake`:
--- wake an idle relay (writers' triggers); a delivery batch does not, its relay rings its stream and webhook worker
--- after every batch.
+-- wake an idle relay for the stream, and the webhook workers with a `webhooks` notification when rows were queued
+-- (writers' triggers); a delivery batch does neither: its relay rings them after the batch. Returns how many webhook
+-- rows it queued.
 DROP FUNCTION IF EXISTS liverelay_emit_lifecycle(text[], uuid[], json[]);
 CREATE OR REPLACE FUNCTION liverelay_emit_lifecycle(types text[], activity_ids uuid[], deliveries json[],
                                                     wake boolean)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-    emitted integer;
+    queued integer;
 BEGIN
     WITH events AS MATERIALIZED (
         SELECT e.ord, e.type, a.id AS activity_id, gen_random_uuid() AS event_id, e.delivery,
@@ -34,14 +35,20 @@ BEGIN
         JOIN webhook_endpoint w ON w.enabled AND b.type = ANY (w.events)
         ORDER BY b.ord, w.id
         RETURNING 1
+    ), announced AS (
+        INSERT INTO broadcast_log (channels, event, data)
+        SELECT ARRAY['admin'], type, body::jsonb FROM bodies ORDER BY ord
+        RETURNING 1
     )
-    INSERT INTO broadcast_log (channels, event, data)
-    SELECT ARRAY['admin'], type, body::jsonb FROM bodies ORDER BY ord;
-    GET DIAGNOSTICS emitted = ROW_COUNT;
-    IF emitted > 0 AND wake THEN
+    -- (A data-modifying CTE runs to completion whether or not it is read: `announced` needs no reference.)
+    SELECT count(*) INTO queued FROM queued;
+    IF wake THEN
         PERFORM liverelay_wake();
+        IF queued > 0 THEN
+            PERFORM pg_notify('liverelay_wake', 'webhooks');
+        END IF;
     END IF;
-    RETURN emitted;
+    RETURN queued;
 END $$;
 
 -- `started` when an activity is inserted or becomes active again, `invalidated` when its token is found dead,
@@ -163,6 +170,14 @@ LANGUAGE sql VOLATILE AS $$
     JOIN open k ON k.endpoint_id = c.endpoint_id AND k.activity_id = c.activity_id
     JOIN webhook_endpoint w ON w.id = c.endpoint_id
     ORDER BY c.id;
+$$;
+
+-- Seconds until the earliest row of an enabled endpoint is due (at most 0 when one is due already, held by another
+-- worker or behind its chain's head; NULL when there is none): how long an idle webhook worker may sleep.
+CREATE OR REPLACE FUNCTION liverelay_next_webhook_due() RETURNS double precision
+LANGUAGE sql STABLE AS $$
+    SELECT extract(epoch FROM min(o.next_attempt_at) - now())::float8
+    FROM webhook_outbox o JOIN webhook_endpoint w ON w.id = o.endpoint_id AND w.enabled
 $$;
 
 -- A webhook batch's outcomes in one statement: log rows, delivered and given-up rows removed, retries rescheduled.

@@ -84,10 +84,13 @@ $$;
 -- delivery_log rows, finished rows removed from the outbox, retries rescheduled after their delay, and what was sent
 -- remembered per activity (with the priority-10 sends of the last hour, for the update budget). The log arrays run
 -- in parallel (one element per log row; `log_lifecycle` is the event a row's outcome emits, or ''), as do the retry
--- and sent arrays.
+-- and sent arrays. Returns how many webhook rows the events queued (the worker rings its webhook workers then).
 DROP FUNCTION IF EXISTS liverelay_record_batch(text[], text[], text[], text[], text[], bigint[], text[], text[],
     text[], text[], uuid[], integer[], text[], integer[], double precision[], text[], text[], bigint[], bigint[],
     bigint[], text[], uuid[], bigint[], text[]);
+DROP FUNCTION IF EXISTS liverelay_record_batch(text[], text[], text[], text[], text[], bigint[], text[], text[],
+    text[], text[], uuid[], integer[], text[], integer[], double precision[], text[], text[], integer[], text[],
+    text[], bigint[], bigint[], bigint[], text[], uuid[], bigint[], text[], boolean[]);
 CREATE OR REPLACE FUNCTION liverelay_record_batch(
     log_secret_hash text[], log_event_type text[], log_session_id text[], log_status text[], log_error text[],
     log_outbox_id bigint[], log_activity_id text[], log_push_type text[], log_apns_env text[], log_token_suffix text[],
@@ -96,7 +99,7 @@ CREATE OR REPLACE FUNCTION liverelay_record_batch(
     log_priority_reason text[], log_lifecycle text[],
     finished_ids bigint[], retry_ids bigint[], retry_delays_ms bigint[], retry_errors text[],
     sent_ids uuid[], sent_timestamps bigint[], sent_hashes text[], sent_priority10 boolean[]
-) RETURNS void
+) RETURNS integer
 LANGUAGE sql VOLATILE AS $$
     WITH logged AS (
         INSERT INTO delivery_log (secret_hash, event_type, session_id, status, error, outbox_id, activity_id, push_type,
@@ -146,7 +149,7 @@ LANGUAGE sql VOLATILE AS $$
                              || excluded.priority10_sent_at;
 
     -- The lifecycle events of these outcomes (in the order of the log rows), with the delivery each reports.
-    SELECT liverelay_emit_lifecycle(
+    SELECT coalesce((SELECT liverelay_emit_lifecycle(
                array_agg(l.type ORDER BY l.ord), array_agg(l.activity_id::uuid ORDER BY l.ord),
                array_agg(json_build_object('transport', l.transport, 'status', l.status,
                                            'reason', coalesce(nullif(l.reason, ''), nullif(l.error, '')),
@@ -155,7 +158,7 @@ LANGUAGE sql VOLATILE AS $$
                 log_latency_ms)
          WITH ORDINALITY AS l(type, activity_id, transport, status, reason, error, latency_ms, ord)
     WHERE l.type <> '' AND l.activity_id <> ''
-    HAVING count(*) > 0;
+    HAVING count(*) > 0), 0);
 $$;
 
 -- Dead tokens (DESIGN.md): an activity's token turns the activity `invalidated` (only while the row still holds that

@@ -110,7 +110,6 @@ public final class DeliveryWorker: Service, Sendable {
                 throw CancellationError()
             }
             if result.processed > 0 {
-                listener.reportBusy(gateID)
                 // This worker looks again at once; others only when there may be more than one batch of work
                 // (ringing every worker after every batch cost each one-row write several empty claims). A worker
                 // that skipped rows of an activity this batch held looks again within 20 ms (below).
@@ -140,16 +139,20 @@ public final class DeliveryWorker: Service, Sendable {
     func runBatch(on connection: PostgresConnection) async throws -> (claimed: Int, processed: Int) {
         let result = try await batch(on: connection)
         try await connection.query("COMMIT", logger: logger)
+        if result.queuedWebhooks > 0 { listener.ringWebhooks() }
         try await connection.query("BEGIN", logger: logger)
-        return result
+        return (result.claimed, result.processed)
     }
 
-    private func batch(on connection: PostgresConnection) async throws -> (claimed: Int, processed: Int) {
+    private func batch(on connection: PostgresConnection) async throws
+        -> (claimed: Int, processed: Int, queuedWebhooks: Int) {
         let clock = ContinuousClock()
         let started = clock.now
         let claim = try await store.claim(limit: configuration.batchSize, on: connection)
         let rows = claim.rows
-        guard !rows.isEmpty else { return (0, 0) }
+        guard !rows.isEmpty else { return (0, 0, 0) }
+        // Busy from the claim on, so that the relay does not say idle while this batch sends.
+        listener.reportBusy(gateID)
         let plan = planner.plan(
             rows: rows, snapshots: claim.snapshots, lockedActivities: claim.lockedActivities, now: claim.now)
         let planned = clock.now
@@ -166,7 +169,7 @@ public final class DeliveryWorker: Service, Sendable {
         for (push, result) in zip(plan.pushes, results) {
             record(result, of: push, into: &outcome)
         }
-        try await store.record(outcome, on: connection)
+        let queuedWebhooks = try await store.record(outcome, on: connection)
         logger.debug("batch", metadata: [
             "rows": "\(rows.count)", "pushes": "\(plan.pushes.count)", "read_ms": "\((planned - started).milliseconds)",
             "send_ms": "\((sent - planned).milliseconds)", "record_ms": "\((clock.now - sent).milliseconds)",
@@ -183,7 +186,7 @@ public final class DeliveryWorker: Service, Sendable {
                 }
             }
         }
-        return (rows.count, plan.settled.count + plan.pushes.reduce(0) { $0 + $1.rows.count })
+        return (rows.count, plan.settled.count + plan.pushes.reduce(0) { $0 + $1.rows.count }, queuedWebhooks)
     }
 
     /// Sends every push through its platform's transport, the transports side by side; results in the same order.

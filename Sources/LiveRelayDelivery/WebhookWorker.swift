@@ -38,8 +38,11 @@ public final class WebhookWorker: Service, Sendable {
         self.poll = .milliseconds(configuration.pollIntervalMilliseconds)
         self.metrics = metrics
         self.logger = logger
-        self.doorbell = listener.register(sharesWork: false).doorbell
+        self.doorbell = listener.registerWebhookWorker()
     }
+
+    /// The longest an idle worker sleeps without being rung (an endpoint enabled again by SQL is seen by then).
+    static let idleBackstop = Duration.seconds(5)
 
     public func run() async throws {
         await cancelWhenGracefulShutdown {
@@ -61,9 +64,20 @@ public final class WebhookWorker: Service, Sendable {
             let sent = try await ConnectionScope.run(on: connection, deadline: .seconds(60), what: "a webhook batch") {
                 try await self.batch(on: connection)
             }
-            // Not part of the wake-up gate (the delivery workers are): it is rung on every wake-up and after every
-            // delivery batch, and polls for events another relay's batch wrote.
-            if sent == 0 { await doorbell.wait(timeout: poll) }
+            guard sent == 0 else { continue }
+            // Not part of the wake-up gate (the delivery workers are): it is rung when webhook rows were queued (a
+            // `webhooks` notification, or this relay's delivery batch). Otherwise it sleeps until the next retry is
+            // due, at most `idleBackstop`; rows due but not claimable (another worker holds their chain) are looked
+            // at again after the poll interval.
+            let due = try await ConnectionScope.run(on: connection, deadline: .seconds(5), what: "a webhook due time") {
+                try await self.store.secondsUntilDue(on: connection)
+            }
+            let wait: Duration = switch due {
+            case nil: Self.idleBackstop
+            case let seconds? where seconds <= 0: poll
+            case let seconds?: min(.milliseconds(Int64(seconds * 1000) + 1), Self.idleBackstop)
+            }
+            await doorbell.wait(timeout: wait)
         }
     }
 

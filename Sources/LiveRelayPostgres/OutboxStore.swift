@@ -67,10 +67,13 @@ public struct OutboxStore: Sendable {
     /// Writes a batch's outcomes: log rows, removed and rescheduled outbox rows, what was sent
     /// (`liverelay_record_batch`, one round trip), and, when the batch learnt any, dead tokens and tokens of the
     /// other APNs environment (`liverelay_retire_tokens`, `liverelay_move_tokens`). See sql/040_delivery.sql.
-    public func record(_ outcome: BatchOutcome, on connection: PostgresConnection) async throws {
+    /// Returns how many webhook rows the batch's lifecycle events queued.
+    @discardableResult
+    public func record(_ outcome: BatchOutcome, on connection: PostgresConnection) async throws -> Int {
         let logs = outcome.logs
         let retries = outcome.retries, sent = outcome.sentStates
-        try await connection.query("""
+        var queuedWebhooks = 0
+        let rows = try await connection.query("""
             SELECT liverelay_record_batch(
                 \(logs.map { $0.secretHash ?? "" })::text[], \(logs.map(\.eventType))::text[],
                 \(logs.map { $0.sessionID ?? "" })::text[], \(logs.map(\.status.rawValue))::text[],
@@ -90,6 +93,7 @@ public struct OutboxStore: Sendable {
                 \(sent.map(\.activityID))::uuid[], \(sent.map(\.timestamp))::int8[], \(sent.map(\.stateHash))::text[],
                 \(sent.map(\.priority10))::bool[])
             """, logger: logger)
+        for try await count in rows.decode(Int32.self) { queuedWebhooks = Int(count) }
         if outcome.learntDeadTokens {
             try await connection.query("""
                 SELECT liverelay_retire_tokens(\(outcome.deadActivityTokens.map(\.activityID))::uuid[],
@@ -103,6 +107,7 @@ public struct OutboxStore: Sendable {
                     \(outcome.environmentChanges.map(\.environment.rawValue))::text[])
                 """, logger: logger)
         }
+        return queuedWebhooks
     }
 }
 

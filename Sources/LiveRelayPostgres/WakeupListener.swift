@@ -20,14 +20,17 @@ public final class WakeupListener: Service, Sendable {
 
     private struct State {
         var doorbells: [Doorbell] = []
+        /// The webhook workers': rung by a `webhooks` notification, by `ringWebhooks` and at every (re)connect only
+        /// (not by every wake-up: most pushes queue no webhook, and a claim per push doubled B1's latency).
+        var webhookDoorbells: [Doorbell] = []
         /// Consumers that share one queue (delivery workers): a wake-up rings just one of them.
         var sharing: Set<Int> = []
-        /// Counts the times this relay published itself idle; a delayed re-scan is for one idle period only.
-        var idlePeriod = 0
         var busy: Set<Int> = []
         var connected = false
         /// What this relay's `relay_wakeup` row says, as far as we know: a writer that notifies has set it to busy.
         var publishedIdle = false
+        /// Busy or idle changed since the row was last written.
+        var gateStale = false
     }
 
     public init(connector: DatabaseConnector, logger: Logger) {
@@ -50,8 +53,23 @@ public final class WakeupListener: Service, Sendable {
 
     /// Rings every consumer.
     public func ringAll() {
-        for doorbell in state.withLock({ $0.doorbells }) { doorbell.ring() }
+        for doorbell in state.withLock({ $0.doorbells + $0.webhookDoorbells }) { doorbell.ring() }
     }
+
+    /// Registers a webhook worker; returns the doorbell to wait on.
+    public func registerWebhookWorker() -> Doorbell {
+        let doorbell = Doorbell()
+        state.withLock { $0.webhookDoorbells.append(doorbell) }
+        return doorbell
+    }
+
+    /// Webhook rows were queued (by this relay's batch, or by a writer that said so).
+    public func ringWebhooks() {
+        for doorbell in state.withLock({ $0.webhookDoorbells }) { doorbell.ring() }
+    }
+
+    /// The NOTIFY payload of a transaction that queued webhook rows.
+    public static let webhooksPayload = "webhooks"
 
     /// After a worker's batch: the consumers that are not workers (the stream) look for what was committed while
     /// writers did not notify; the other workers only when the batch was full (more than one batch of work). A
@@ -66,10 +84,17 @@ public final class WakeupListener: Service, Sendable {
     /// Rings for a wake-up: every consumer that does not share work, and one idle consumer of the shared queue (one
     /// claim answers a wake-up, and a worker that finds a full batch rings the others; busy workers claim again by
     /// themselves).
-    func ringForWakeUp() {
+    /// - Parameter notified: a writer's notification: the writer marked this relay's row busy, and the worker rung
+    ///   counts as busy until it reports idle (it claims the writer's rows; until then another consumer that finds
+    ///   nothing must not publish the relay idle in the middle of that batch).
+    func ringForWakeUp(notified: Bool = false) {
         let doorbells = state.withLock { state -> [Doorbell] in
+            if notified { state.publishedIdle = false }
             var ring = state.doorbells.indices.filter { !state.sharing.contains($0) }
-            if let worker = state.sharing.sorted().first(where: { !state.busy.contains($0) }) { ring.append(worker) }
+            if let worker = state.sharing.sorted().first(where: { !state.busy.contains($0) }) {
+                ring.append(worker)
+                if notified { state.busy.insert(worker) }
+            }
             return ring.map { state.doorbells[$0] }
         }
         for doorbell in doorbells { doorbell.ring() }
@@ -78,14 +103,20 @@ public final class WakeupListener: Service, Sendable {
     /// A consumer found work: writers need not wake us while it drains.
     public func reportBusy(_ id: Int) {
         // After a wake-up the row already says busy (the writer that notified marked it): nothing to write then.
-        let changed = state.withLock { state in state.busy.insert(id).inserted && state.busy.count == 1 && state.publishedIdle }
+        let changed = state.withLock { state in
+            let changed = state.busy.insert(id).inserted && state.busy.count == 1 && state.publishedIdle
+            if changed { state.gateStale = true }
+            return changed
+        }
         if changed { gateChanged.ring() }
     }
 
     /// A consumer has drained everything it saw.
     public func reportIdle(_ id: Int) {
         let changed = state.withLock { state in
-            (state.busy.remove(id) != nil || !state.publishedIdle) && state.busy.isEmpty
+            let changed = (state.busy.remove(id) != nil || !state.publishedIdle) && state.busy.isEmpty
+            if changed { state.gateStale = true }
+            return changed
         }
         if changed { gateChanged.ring() }
     }
@@ -115,7 +146,7 @@ public final class WakeupListener: Service, Sendable {
 
     private func listen(on connection: PostgresConnection) async throws {
         try await connection.listen(on: Self.channel) { notifications in
-            try await self.writeGate(on: connection)
+            let openWriters = try await self.writeGate(on: connection)
             // Rows of relays that died without saying goodbye (they refresh theirs every 30 s while alive).
             try await connection.query(
                 "DELETE FROM relay_wakeup WHERE updated_at < now() - interval '2 minutes'", logger: self.logger)
@@ -124,19 +155,19 @@ public final class WakeupListener: Service, Sendable {
             self.ringAll()
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    for try await _ in notifications {
+                    for try await notification in notifications {
+                        if notification.payload == Self.webhooksPayload {
+                            self.ringWebhooks()
+                            continue
+                        }
                         // The writer that notified marked our row busy: it is published idle again when the
                         // consumers have drained (reportIdle).
-                        self.state.withLock { $0.publishedIdle = false }
-                        self.ringForWakeUp()
+                        self.ringForWakeUp(notified: true)
                     }
                     throw ListenerClosed()
                 }
-                group.addTask {
-                    while !Task.isCancelled {
-                        await self.gateChanged.wait(timeout: .seconds(30))
-                        try await self.writeGate(on: connection)
-                    }
+                group.addTask { [openWriters] in
+                    try await self.keepGate(on: connection, openWriters: openWriters)
                 }
                 defer { group.cancelAll() }
                 try await group.next()
@@ -144,30 +175,63 @@ public final class WakeupListener: Service, Sendable {
         }
     }
 
-    /// Publishes whether this relay is idle; when it becomes idle, consumers re-scan once so that a write
-    /// that read "busy" just before the flag flipped is not left waiting for the poll.
-    private func writeGate(on connection: PostgresConnection) async throws {
+    /// Keeps this relay's row true (and fresh: rewritten every 30 s), and follows the writers that were open when it
+    /// last said idle.
+    private func keepGate(on connection: PostgresConnection, openWriters: [String]) async throws {
+        var open = openWriters, written = ContinuousClock.now, recheck = Duration.milliseconds(10)
+        while !Task.isCancelled {
+            let refresh = written + .seconds(30) - .now
+            await gateChanged.wait(timeout: open.isEmpty ? refresh : min(recheck, refresh))
+            if !open.isEmpty {
+                open = try await follow(open, on: connection)
+                recheck = min(recheck * 2, .seconds(1))
+            }
+            let stale = state.withLock { state in
+                defer { state.gateStale = false }
+                return state.gateStale
+            }
+            if stale || ContinuousClock.now >= written + .seconds(30) {
+                open = try await writeGate(on: connection)
+                written = .now
+                recheck = .milliseconds(10)
+            }
+        }
+    }
+
+    /// Publishes whether this relay is idle. When it is, it returns the transactions in progress just after: a writer
+    /// that read "busy" before the row said idle did not notify, and its rows may not have been committed when the
+    /// consumers looked. Such a writer is among them (it wrote its outbox row, so it has a transaction id, before it
+    /// read the row); `follow` has the consumers look again whenever some of them end.
+    private func writeGate(on connection: PostgresConnection) async throws -> [String] {
         // Set before writing: a notification that arrives meanwhile (a writer marking us busy) must win.
-        let (idle, period) = state.withLock { state in
+        let idle = state.withLock { state in
             state.publishedIdle = state.busy.isEmpty
-            if state.busy.isEmpty { state.idlePeriod += 1 }
-            return (state.busy.isEmpty, state.idlePeriod)
+            return state.busy.isEmpty
         }
         try await connection.query("""
             INSERT INTO relay_wakeup (instance_id, idle, updated_at) VALUES (\(instanceID), \(idle), now())
             ON CONFLICT (instance_id) DO UPDATE SET idle = excluded.idle, updated_at = excluded.updated_at
             """, logger: logger)
-        if idle {
-            // A writer that read "busy" just before this may commit after the re-scan it triggers: look again once
-            // its commit has had time to reach disk (the poll is the backstop for anything slower). One worker is
-            // enough to look: it rings the others if it finds more than a batch.
-            // Not when the relay was woken meanwhile: it re-scans until empty then, and a new idle period has its own.
-            ringForWakeUp()
-            Task {
-                try? await Task.sleep(for: .milliseconds(50))
-                if self.state.withLock({ $0.idlePeriod == period && $0.publishedIdle }) { self.ringForWakeUp() }
-            }
-        }
+        guard idle else { return [] }
+        var open: [String] = []
+        for try await xid in try await connection.query(
+            "SELECT x::text FROM pg_snapshot_xip(pg_current_snapshot()) AS x", logger: logger
+        ).decode(String.self) { open.append(xid) }
+        ringForWakeUp()
+        return open
+    }
+
+    /// Of `open`, the transactions still in progress; the consumers look again if some have ended meanwhile and the
+    /// relay has stayed idle (when it was woken it looks until it finds nothing, and its next idle period follows the
+    /// writers open then).
+    private func follow(_ open: [String], on connection: PostgresConnection) async throws -> [String] {
+        guard state.withLock({ $0.publishedIdle }) else { return [] }
+        var still: [String] = []
+        for try await xid in try await connection.query("""
+            SELECT x::text FROM unnest(\(open)::text[]) AS x WHERE pg_xact_status(x::xid8) = 'in progress'
+            """, logger: logger).decode(String.self) { still.append(xid) }
+        if still.count < open.count { ringForWakeUp() }
+        return still
     }
 }
 

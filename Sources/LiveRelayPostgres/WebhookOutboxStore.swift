@@ -59,6 +59,14 @@ public struct WebhookOutboxStore: Sendable {
         return rows
     }
 
+    /// Seconds until the earliest row of an enabled endpoint is due; nil when there is none.
+    public func secondsUntilDue(on connection: PostgresConnection) async throws -> Double? {
+        var due: Double?
+        for try await value in try await connection.query(
+            "SELECT liverelay_next_webhook_due()", logger: logger).decode(Double?.self) { due = value }
+        return due
+    }
+
     /// Writes the outcomes in one statement (`liverelay_record_webhooks`).
     public func record(_ outcomes: [Outcome], on connection: PostgresConnection) async throws {
         guard !outcomes.isEmpty else { return }

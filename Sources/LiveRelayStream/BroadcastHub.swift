@@ -131,6 +131,9 @@ public final class BroadcastHub: Service, Sendable {
         try await ConnectionScope.run(on: connection, deadline: .seconds(30), what: "reading the broadcast log position") {
             try await self.startCursor(on: connection)
         }
+        // While a gap holds events back, the hub looks again after 5 ms, then less often (a writer that holds its
+        // transaction open can hold a gap for minutes), at least every 200 ms.
+        var gapWait = Duration.milliseconds(5)
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             let result = try await ConnectionScope.run(on: connection, deadline: .seconds(30), what: "reading the broadcast log") {
                 try await self.poll(on: connection)
@@ -145,10 +148,17 @@ public final class BroadcastHub: Service, Sendable {
                 }
                 lastPrune = .now
             }
+            if result.heldBack {
+                // Not busy for the wake-up gate: it looks again by itself, and the relay must not stop writers from
+                // waking its delivery workers for as long as a gap lasts.
+                listener.reportIdle(gateID)
+                await doorbell.wait(timeout: gapWait)
+                gapWait = min(gapWait * 2, .milliseconds(200))
+                continue
+            }
+            gapWait = .milliseconds(5)
             if result.delivered > 0 {
                 listener.reportBusy(gateID)
-            } else if result.heldBack {
-                await doorbell.wait(timeout: .milliseconds(5))
             } else {
                 listener.reportIdle(gateID)
                 await doorbell.wait(timeout: .seconds(1))
@@ -182,14 +192,14 @@ public final class BroadcastHub: Service, Sendable {
             }
         }
         var deliveries: [(AsyncStream<Item>.Continuation, UUID, BroadcastEvent)] = []
-        let heldBack = state.withLock { state -> Bool in
-            var expected = state.cursor + 1
+        let (passed, heldBack) = state.withLock { state -> (Int, Bool) in
+            var expected = state.cursor + 1, passed = 0
             for row in rows {
                 while expected < row.sequence {
                     let seenAt = state.gaps[expected] ?? xmax
                     state.gaps[expected] = seenAt
                     // Every transaction that could still insert this sequence has ended: it was rolled back.
-                    guard xmin >= seenAt else { return true }
+                    guard xmin >= seenAt else { return (passed, true) }
                     state.gaps[expected] = nil
                     state.cursor = expected
                     expected += 1
@@ -197,6 +207,7 @@ public final class BroadcastHub: Service, Sendable {
                 state.gaps[row.sequence] = nil
                 state.cursor = row.sequence
                 expected = row.sequence + 1
+                passed += 1
                 var readers = Set<UUID>()
                 for channel in row.channels { readers.formUnion(state.byChannel[channel] ?? []) }
                 readers.formUnion(state.byChannel[Self.everyChannel] ?? [])
@@ -204,7 +215,7 @@ public final class BroadcastHub: Service, Sendable {
                     if let subscriber = state.subscribers[id] { deliveries.append((subscriber.continuation, id, row)) }
                 }
             }
-            return false
+            return (passed, false)
         }
         var slow = Set<UUID>()
         for (continuation, id, event) in deliveries where !slow.contains(id) {
@@ -214,7 +225,7 @@ public final class BroadcastHub: Service, Sendable {
             }
         }
         for id in slow { unsubscribe(id) }
-        return (rows.count, heldBack)
+        return (passed, heldBack)
     }
 
     private func heartbeat() {

@@ -1,3 +1,4 @@
+import APNsSimulator
 import Foundation
 import PostgresNIO
 import Testing
@@ -45,6 +46,57 @@ struct WakeupGateTests {
                 // The flag ended with the transaction: the next one wakes the relay again.
                 try await write("s-gate-2", 2)
                 #expect(try await idle() == false)
+            }
+        }
+    }
+
+    @Test("a writer that read 'busy' and commits long after the relay turned idle is delivered without the poll")
+    func slowCommitAfterIdle() async throws {
+        try await Harness.with { h in
+            // A one-minute poll: only the gate can deliver within the time allowed.
+            try await h.withRelay(environment: ["LIVERELAY_POLL_INTERVAL_MS": "60000"]) {
+                let busy = try await h.registerActivity(session: "s-busy")
+                let slow = try await h.registerActivity(session: "s-slow")
+                // APNs holds every answer for a second: the relay stays busy with a write to s-busy meanwhile.
+                var faults = SimulatorFaults()
+                faults.delayMilliseconds = 1000
+                h.simulator.setFaults(faults)
+                var exercised = false
+                for n in 1...5 where !exercised {
+                    try await h.sql("""
+                        UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
+                        WHERE session_id = 's-busy'
+                        """)
+                    try await h.waitUntil("SELECT NOT bool_or(idle) FROM relay_wakeup")
+                    try await h.withConnection { writer in
+                        try await writer.query("BEGIN", logger: h.logger)
+                        try await writer.query("""
+                            UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
+                            WHERE session_id = 's-slow'
+                            """, logger: h.logger)
+                        let woke = try await writer.query(
+                            "SELECT current_setting('liverelay.woken', true) IS NOT DISTINCT FROM 'yes'",
+                            logger: h.logger
+                        ).collect().first!.decode(Bool.self)
+                        // A loaded machine may have let the relay say idle in between: this writer then woke it
+                        // (and holds its row until it commits); try again.
+                        guard !woke else {
+                            _ = try await writer.query("COMMIT", logger: h.logger)
+                            return
+                        }
+                        // It read "busy", so it will not notify; the relay finishes, says idle and finds nothing.
+                        try await h.waitForPushes { $0.contains { $0.token == busy && $0.n == Int64(n) } }
+                        try await h.waitUntil("SELECT bool_and(idle) FROM relay_wakeup")
+                        try await Task.sleep(for: .milliseconds(500))
+                        try await writer.query("COMMIT", logger: h.logger)
+                        exercised = true
+                    }
+                    let pushes = try await h.waitForPushes(timeout: .seconds(10)) {
+                        $0.contains { $0.token == slow && $0.n == Int64(n) }
+                    }
+                    #expect(pushes.last { $0.token == slow }?.n == Int64(n))
+                }
+                #expect(exercised, "no writer read 'busy' in five tries")
             }
         }
     }
