@@ -76,8 +76,9 @@ public actor FCMAccessTokenSource {
             let (token, lifetime, requested) = try await task.value
             if minting == task {
                 minting = nil
-                // Refresh shortly before the end: 5 minutes, or a tenth of a short lifetime.
-                current = (token, requested + .seconds(lifetime - min(300, lifetime / 10)))
+                // Refresh shortly before the end: 5 minutes, or a quarter of a short lifetime (a send can take a
+                // while on a loaded machine).
+                current = (token, requested + .seconds(lifetime - min(300, lifetime / 4)))
             }
             return token
         } catch {

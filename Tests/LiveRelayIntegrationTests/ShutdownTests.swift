@@ -122,13 +122,13 @@ struct ShutdownTests {
     func inFlightRequest() async throws {
         try await Harness.with { h in
             var faults = SimulatorFaults()
-            faults.delayMilliseconds = 1500
+            faults.delayMilliseconds = 1000
             h.simulator.setFaults(faults)
             let (relay, port) = try await RelayProcess.serve(h)
             let registered = try await RelayHTTP(port: port).post(
                 "/v1/device/register", #"{"secret":"s-inflight","deviceToken":"\#(randomToken())"}"#)
             #expect(registered.status == 200)
-            // /v1/event waits for APNs' answer, which the simulator holds back for 1.5 s.
+            // /v1/event waits for APNs' answer, which the simulator holds back for a second.
             let connection = try RawConnection(port: port)
             try connection.post("/v1/event",
                                 json: #"{"secret":"s-inflight","eventType":"permission","sessionID":"s-inflight"}"#)
