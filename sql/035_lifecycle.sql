@@ -65,6 +65,12 @@ BEGIN
         SELECT array_agg('live_activity.started'::text ORDER BY n.id), array_agg(n.id ORDER BY n.id) INTO types, ids
         FROM new_rows n WHERE n.status = 'active' AND starting;
     ELSE
+        -- Every event of an update needs a row that is, or was, not active: most updates (content) have none, and
+        -- two scans that stop at the first such row cost them less than the join below.
+        IF NOT EXISTS (SELECT 1 FROM new_rows WHERE status <> 'active')
+           AND NOT EXISTS (SELECT 1 FROM old_rows WHERE status <> 'active') THEN
+            RETURN NULL;
+        END IF;
         SELECT array_agg(e.type ORDER BY n.id), array_agg(n.id ORDER BY n.id) INTO types, ids
         FROM new_rows n
         JOIN old_rows o ON o.id = n.id
