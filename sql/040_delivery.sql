@@ -85,6 +85,8 @@ $$;
 -- remembered per activity (with the priority-10 sends of the last hour, for the update budget). The log arrays run
 -- in parallel (one element per log row; `log_lifecycle` is the event a row's outcome emits, or ''), as do the retry
 -- and sent arrays. Returns how many webhook rows the events queued (the worker rings its webhook workers then).
+-- PL/pgSQL, not SQL: a session keeps its statements' plans, where a SQL function plans them again at every call
+-- (a batch's record took ~1.4 ms more when the lifecycle statement was added to a SQL function).
 DROP FUNCTION IF EXISTS liverelay_record_batch(text[], text[], text[], text[], text[], bigint[], text[], text[],
     text[], text[], uuid[], integer[], text[], integer[], double precision[], text[], text[], bigint[], bigint[],
     bigint[], text[], uuid[], bigint[], text[]);
@@ -100,7 +102,11 @@ CREATE OR REPLACE FUNCTION liverelay_record_batch(
     finished_ids bigint[], retry_ids bigint[], retry_delays_ms bigint[], retry_errors text[],
     sent_ids uuid[], sent_timestamps bigint[], sent_hashes text[], sent_priority10 boolean[]
 ) RETURNS integer
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+    queued integer;
+BEGIN
     WITH logged AS (
         INSERT INTO delivery_log (secret_hash, event_type, session_id, status, error, outbox_id, activity_id, push_type,
                                   apns_env, token_suffix, apns_id, apns_status, apns_reason, attempt, latency_ms,
@@ -158,8 +164,9 @@ LANGUAGE sql VOLATILE AS $$
                 log_latency_ms)
          WITH ORDINALITY AS l(type, activity_id, transport, status, reason, error, latency_ms, ord)
     WHERE l.type <> '' AND l.activity_id <> ''
-    HAVING count(*) > 0), 0);
-$$;
+    HAVING count(*) > 0), 0) INTO queued;
+    RETURN queued;
+END $$;
 
 -- Dead tokens (DESIGN.md): an activity's token turns the activity `invalidated` (only while the row still holds that
 -- token: a token registered meanwhile is a new one), a device token's row is deleted, a push-to-start token is
