@@ -187,12 +187,15 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- A webhook batch's outcomes in one statement: log rows, delivered and given-up rows removed, retries rescheduled.
+-- (PL/pgSQL for its kept plan; the claim above stays SQL, planned afresh for a queue that swings from 0 to 10,000s.)
 CREATE OR REPLACE FUNCTION liverelay_record_webhooks(
     log_outbox_id bigint[], log_status text[], log_error text[], log_http_status integer[],
     log_latency_ms double precision[], finished_ids bigint[], retry_ids bigint[], retry_delays_ms bigint[],
     retry_errors text[]
 ) RETURNS void
-LANGUAGE sql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+BEGIN
     WITH logged AS (
         INSERT INTO delivery_log (event_type, status, error, outbox_id, activity_id, attempt, latency_ms, transport,
                                   provider_status, endpoint_id, event_id, session_id)
@@ -209,4 +212,4 @@ LANGUAGE sql VOLATILE AS $$
            next_attempt_at = now() + r.delay_ms * interval '1 millisecond', last_error = r.error
     FROM unnest(retry_ids, retry_delays_ms, retry_errors) AS r(id, delay_ms, error)
     WHERE o.id = r.id;
-$$;
+END $$;

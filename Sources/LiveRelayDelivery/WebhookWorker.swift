@@ -45,7 +45,7 @@ public final class WebhookWorker: Service, Sendable {
     static let idleBackstop = Duration.seconds(5)
 
     /// How long a worker that was woken waits for more events before it claims.
-    static let gathering = Duration.milliseconds(20)
+    static let gathering = Duration.milliseconds(50)
 
     public func run() async throws {
         await cancelWhenGracefulShutdown {
