@@ -529,7 +529,7 @@ def main():
         if "B5" in only:
             results["B5"] = bench_b5(stack, 16, args.b5_seconds, args.b1_rate * args.b1_seconds)
         if "B8" in only:
-            results["B8"] = bench_b8(stack, hooks, args.b8_events)
+            results["B8"] = bench_b8(stack, hooks, args.b8_events, cpu_seconds)
         if "B3" in only:
             stack.stop_relay()
             stack.start_relay()
@@ -596,7 +596,9 @@ def main():
         summary["B8"] = (f"{b8['received']}/{b8['events']} lifecycle events at the receiver in "
                          f"{b8['seconds_after_commit']:.2f} s after commit: {b8['events_per_second']:,.0f} events/s, "
                          f"{b8['lost']} lost, {b8['requests'] - b8['received']} repeated requests; first "
-                         f"{b8['first_event_ms']:.0f} ms after commit")
+                         f"{b8['first_event_ms']:.0f} ms after commit; CPU per event from the INSERT on: "
+                         + ", ".join(f"{name} {seconds / max(b8['received'], 1) * 1e6:.0f} µs"
+                                     for name, seconds in b8["cpu_seconds"].items()))
     summary["webhooks"] = "B1/B5 ran with a webhook endpoint registered" if hooks and not args.no_webhooks else \
         "B1/B5 ran without webhooks (--no-webhooks)"
     summary["B6"] = (f"start → ready {results['B6']['start_to_ready_seconds'] * 1000:.0f} ms; "

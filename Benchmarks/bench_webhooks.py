@@ -64,7 +64,7 @@ def register_endpoint(stack, url):
     stack.sql("INSERT INTO webhook_endpoint (url, secret) VALUES (%s, %s)", (url, WEBHOOK_SECRET))
 
 
-def bench_b8(stack, receiver, count):
+def bench_b8(stack, receiver, count, cpu_seconds):
     """`count` activities registered in one statement: `count` live_activity.started events (plus whatever else the
     run emits), from the commit to the last request at the receiver; lost = events in broadcast_log's record of them
     that never arrived."""
@@ -72,6 +72,9 @@ def bench_b8(stack, receiver, count):
     stack.sql("SELECT setval(pg_get_serial_sequence('broadcast_log', 'seq'), nextval(pg_get_serial_sequence("
               "'broadcast_log', 'seq')))")
     first_seq = stack.sql("SELECT coalesce(max(seq), 0) FROM broadcast_log")[0][0]
+    pids = [("relay", stack.relay.pid, False), ("postgres", stack.postmaster_pid(), True),
+            ("receiver", receiver.process.pid, True)]
+    cpu_before = {name: cpu_seconds(pid, children) for name, pid, children in pids}
     stack.sql("""
         INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, content_state)
         SELECT encode(sha256('bench'), 'hex'), 'b8-' || i, md5('b8' || i) || md5(i::text), 'dev.liverelay.bench',
@@ -89,9 +92,10 @@ def bench_b8(stack, receiver, count):
         if expected <= arrived.keys():
             break
         time.sleep(0.1)
+    cpu = {name: cpu_seconds(pid, children) - cpu_before[name] for name, pid, children in pids}
     got = [arrived[e] for e in expected if e in arrived]
     seconds = (max(got) - committed) if got else float("nan")
     requests = len(receiver.received()) - before
     return {"events": len(expected), "received": len(got), "lost": len(expected) - len(got),
             "seconds_after_commit": seconds, "events_per_second": len(got) / seconds if got else 0.0,
-            "requests": requests, "first_event_ms": (min(got) - committed) * 1000 if got else float("nan")}
+            "requests": requests, "cpu_seconds": cpu, "first_event_ms": (min(got) - committed) * 1000 if got else float("nan")}
