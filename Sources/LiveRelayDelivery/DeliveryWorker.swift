@@ -5,7 +5,6 @@ import Logging
 import NIOCore
 import PostgresNIO
 import ServiceLifecycle
-import Synchronization
 
 /// Claims due outbox rows, delivers them through each platform's transport and records every outcome, one
 /// transaction per batch.
@@ -300,16 +299,3 @@ public final class DeliveryWorker: Service, Sendable {
     }
 }
 
-
-extension Duration {
-    /// Whole and fractional milliseconds, for logs.
-    var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 }
-}
-
-/// A stop flag the delivery workers of one relay share (see `DeliveryWorker.run`).
-public final class StopSignal: Sendable {
-    private let stopped = Mutex(false)
-    public init() {}
-    public func stop() { stopped.withLock { $0 = true } }
-    public var isStopped: Bool { stopped.withLock { $0 } }
-}
