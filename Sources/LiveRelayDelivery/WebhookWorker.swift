@@ -44,6 +44,9 @@ public final class WebhookWorker: Service, Sendable {
     /// The longest an idle worker sleeps without being rung (an endpoint enabled again by SQL is seen by then).
     static let idleBackstop = Duration.seconds(5)
 
+    /// How many requests one worker has in flight to one endpoint (two workers: the client's 32 connections).
+    static let lanesPerEndpoint = 16
+
     /// How long a worker that was woken waits for more events before it claims.
     static let gathering = Duration.milliseconds(50)
 
@@ -91,20 +94,22 @@ public final class WebhookWorker: Service, Sendable {
 
     /// One batch in one transaction; returns how many rows it settled or rescheduled.
     func batch(on connection: PostgresConnection) async throws -> Int {
+        let clock = ContinuousClock()
+        let begun = clock.now
         try await connection.query("BEGIN", logger: logger)
         let rows = try await store.claim(limit: batchSize, on: connection)
         guard !rows.isEmpty else {
             try await connection.query("COMMIT", logger: logger)
             return 0
         }
-        let clock = ContinuousClock()
         let claimed = clock.now
         let outcomes = await send(rows)
         let sent = clock.now
         try await store.record(outcomes, on: connection)
         try await connection.query("COMMIT", logger: logger)
         logger.debug("webhook batch", metadata: [
-            "rows": "\(rows.count)", "send_ms": "\((sent - claimed).milliseconds)",
+            "rows": "\(rows.count)", "claim_ms": "\((claimed - begun).milliseconds)",
+            "send_ms": "\((sent - claimed).milliseconds)",
             "record_ms": "\((clock.now - sent).milliseconds)",
         ])
         if let metrics {
@@ -133,18 +138,25 @@ public final class WebhookWorker: Service, Sendable {
         let started = ContinuousClock.now
         let checked = refusals
         return await withTaskGroup(of: [WebhookOutboxStore.Outcome].self) { group in
-            for chain in order {
-                let chainRows = chains[chain]!
-                group.addTask {
-                    var outcomes: [WebhookOutboxStore.Outcome] = []
-                    for row in chainRows {
-                        guard ContinuousClock.now - started < Self.sendingBudget else { break }
-                        let outcome = await self.deliver(row, refusal: checked[row.request.url] ?? nil)
-                        outcomes.append(outcome)
-                        // The rest of the chain waits behind a row that was not delivered.
-                        if outcome.status == .retrying { break }
+            // A few lanes per endpoint, each taking the next waiting chain: no more requests in flight than the
+            // client has connections (queued requests cost timers and bookkeeping), and a slow endpoint holds up
+            // only its own lanes.
+            for endpointChains in Dictionary(grouping: order, by: \.endpoint).values {
+                let queue = WorkQueue(endpointChains.map { chains[$0]! })
+                for _ in 0..<min(Self.lanesPerEndpoint, endpointChains.count) {
+                    group.addTask {
+                        var outcomes: [WebhookOutboxStore.Outcome] = []
+                        chains: while let chainRows = queue.next() {
+                            for row in chainRows {
+                                guard ContinuousClock.now - started < Self.sendingBudget else { break chains }
+                                let outcome = await self.deliver(row, refusal: checked[row.request.url] ?? nil)
+                                outcomes.append(outcome)
+                                // The rest of the chain waits behind a row that was not delivered.
+                                if outcome.status == .retrying { break }
+                            }
+                        }
+                        return outcomes
                     }
-                    return outcomes
                 }
             }
             var all: [WebhookOutboxStore.Outcome] = []

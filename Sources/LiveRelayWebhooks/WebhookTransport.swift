@@ -15,7 +15,7 @@ public final class WebhookTransport: WebhookSender {
     public static let maximumAnswerBytes = 64 * 1024
 
     /// Made at the first request: a relay without webhooks never opens one (nor has one to shut down).
-    private let made = Mutex<HTTPClient?>(nil)
+    private let made = Mutex<(client: HTTPClient, group: MultiThreadedEventLoopGroup)?>(nil)
     private let guardrail: WebhookURLGuard
 
     public init(allowPrivate: Bool) {
@@ -24,21 +24,26 @@ public final class WebhookTransport: WebhookSender {
 
     private var client: HTTPClient {
         made.withLock { made in
-            if let client = made { return client }
-            let client = Self.makeClient()
-            made = client
+            if let made { return made.client }
+            // Its own event loop thread: with Swift concurrency on the shared loops, requests made from a loop stay
+            // on it, so without this every webhook connection would share one thread with the pushes.
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            let client = Self.makeClient(on: group)
+            made = (client, group)
             return client
         }
     }
 
-    private static func makeClient() -> HTTPClient {
+    private static func makeClient(on group: MultiThreadedEventLoopGroup) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
-        configuration.timeout = .init(connect: .seconds(5), read: Self.deadline)
-        // Many events in flight to one receiver at once (each activity's events go in order, activities in parallel).
+        // No read timeout: each request's deadline bounds it (a read timeout is one more timer per request).
+        configuration.timeout = .init(connect: .seconds(5))
+        // Many events in flight to one receiver at once (each activity's events go in order, activities in parallel):
+        // as many connections as the webhook workers have lanes.
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 32)
         configuration.decompression = .disabled
-        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        return HTTPClient(eventLoopGroupProvider: .shared(group), configuration: configuration)
     }
 
     public func refusal(of url: String) async -> String? {
@@ -75,11 +80,12 @@ public final class WebhookTransport: WebhookSender {
     }
 
     public func shutdown() async {
-        let client = made.withLock { made in
+        let made = self.made.withLock { made in
             defer { made = nil }
             return made
         }
-        try? await client?.shutdown()
+        try? await made?.client.shutdown()
+        try? await made?.group.shutdownGracefully()
     }
 
     /// A short description of a request failure, without the URL's query (which may hold a token).

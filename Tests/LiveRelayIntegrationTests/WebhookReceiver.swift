@@ -23,12 +23,26 @@ final class WebhookReceiver: Sendable {
         }
     }
 
-    private let state = Mutex<(received: [Received], failuresLeft: Int)>(([], 0))
+    private struct State {
+        var received: [Received] = []
+        var failuresLeft = 0
+        var holding = false
+        var inFlight = 0
+        var mostInFlight = 0
+    }
+
+    private let state = Mutex(State())
 
     /// The next `count` requests are answered 503.
     func fail(next count: Int) { state.withLock { $0.failuresLeft = count } }
 
+    /// Requests are recorded but not answered until `release()` (a receiver that hangs).
+    func hold() { state.withLock { $0.holding = true } }
+    func release() { state.withLock { $0.holding = false } }
+
     var received: [Received] { state.withLock { $0.received } }
+    /// The most requests that were waiting for their answer at once.
+    var mostInFlight: Int { state.withLock { $0.mostInFlight } }
 
     /// Runs the receiver on a free loopback port while `body` runs with its URL.
     func run(_ body: @Sendable (String) async throws -> Void) async throws {
@@ -39,11 +53,19 @@ final class WebhookReceiver: Sendable {
                 eventID: request.headers[HTTPField.Name("LiveRelay-Event-Id")!] ?? "",
                 signature: request.headers[HTTPField.Name("LiveRelay-Signature")!] ?? "",
                 body: Array(buffer: bytes))
-            let failing = self.state.withLock { state -> Bool in
+            let (failing, held) = self.state.withLock { state -> (Bool, Bool) in
                 state.received.append(item)
-                guard state.failuresLeft > 0 else { return false }
+                if state.holding {
+                    state.inFlight += 1
+                    state.mostInFlight = max(state.mostInFlight, state.inFlight)
+                }
+                guard state.failuresLeft > 0 else { return (false, state.holding) }
                 state.failuresLeft -= 1
-                return true
+                return (true, state.holding)
+            }
+            if held {
+                while self.state.withLock({ $0.holding }) { try await Task.sleep(for: .milliseconds(10)) }
+                self.state.withLock { $0.inFlight -= 1 }
             }
             return Response(status: failing ? .serviceUnavailable : .noContent)
         }

@@ -94,6 +94,37 @@ struct WebhookTests {
         }
     }
 
+    @Test("a receiver that hangs holds up only its own events, with at most 32 of its requests in flight")
+    func hangingReceiver() async throws {
+        try await Harness.with { h in
+            let hanging = WebhookReceiver(), healthy = WebhookReceiver()
+            hanging.hold()
+            try await hanging.run { hangingURL in
+                try await healthy.run { healthyURL in
+                    try await h.withRelayPort(environment: Self.allowPrivate) { port in
+                        let api = RelayHTTP(port: port)
+                        _ = try await Self.register(api, url: hangingURL)
+                        _ = try await Self.register(api, url: healthyURL)
+                        // 60 activities in one statement: 60 started events for each endpoint, one chain each.
+                        try await h.sql("""
+                            INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id)
+                            SELECT encode(sha256('hang'), 'hex'), 'hang-' || i, md5('hang' || i), 'dev.example'
+                            FROM generate_series(1, 60) AS i
+                            """)
+                        // The healthy endpoint gets all of them while the hanging one answers nothing.
+                        let received = try await healthy.wait { $0.count >= 60 }
+                        #expect(Set(received.compactMap(\.activityID)).count == 60)
+                        #expect(hanging.mostInFlight <= 32, "two workers, 16 lanes each: \(hanging.mostInFlight)")
+                        #expect(hanging.mostInFlight >= 16, "its lanes were busy: \(hanging.mostInFlight)")
+                        hanging.release()
+                        let late = try await hanging.wait { Set($0.compactMap(\.activityID)).count >= 60 }
+                        #expect(late.allSatisfy { $0.type == "live_activity.started" })
+                    }
+                }
+            }
+        }
+    }
+
     @Test("a URL that resolves to loopback is refused unless allowed; bad events and secrets are refused")
     func refusals() async throws {
         try await Harness.with { h in
