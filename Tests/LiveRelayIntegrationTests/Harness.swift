@@ -23,8 +23,13 @@ struct Harness: Sendable {
     let caFile: String
     let logger: Logger
 
-    /// Starts the simulator, runs `body`, then stops the simulator.
+    /// Starts the simulator, runs `body`, then stops the simulator (in one of the `TestSlots`).
     static func with(databaseURL: String? = nil, _ body: @Sendable (Harness) async throws -> Void) async throws {
+        try await TestSlots.shared.run { try await withoutSlot(databaseURL: databaseURL, body) }
+    }
+
+    private static func withoutSlot(databaseURL: String?, _ body: @Sendable (Harness) async throws -> Void)
+        async throws {
         var logger = Logger(label: "test")
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
         let databaseURL = try databaseURL ?? TestCluster.newDatabase()
