@@ -130,18 +130,24 @@ BEGIN
     RETURN cardinality(ids);
 END $$;
 
--- Which claimed chains (endpoint, activity) have no earlier row still waiting, read with a snapshot taken after the
--- chain locks (a separate VOLATILE function for that reason, as liverelay_locked_activity_states is): a row another
--- relay rescheduled just before this claim's locks must hold back the rows after it.
-CREATE OR REPLACE FUNCTION liverelay_open_webhook_chains(endpoint_ids uuid[], activity_ids uuid[], first_ids bigint[])
-RETURNS TABLE (endpoint_id uuid, activity_id uuid)
+-- How far each claimed chain (endpoint, activity) may be sent: up to (not including) its first row in the outbox
+-- that this claim does not hold, read with a snapshot taken after the chain locks (a separate VOLATILE function for
+-- that reason, as liverelay_locked_activity_states is). Such a row holds back every row after it: one that waits for
+-- a retry (another relay may have rescheduled it just before our locks), one past the claim's limit, or one another
+-- worker had locked when we claimed (it skipped the chain) while we took the rows around it.
+-- (It replaced liverelay_open_webhook_chains, which only looked before a chain's first claimed row.)
+DROP FUNCTION IF EXISTS liverelay_open_webhook_chains(uuid[], uuid[], bigint[]);
+CREATE OR REPLACE FUNCTION liverelay_webhook_chains_until(endpoint_ids uuid[], activity_ids uuid[],
+                                                          claimed_ids bigint[])
+RETURNS TABLE (endpoint_id uuid, activity_id uuid, until_id bigint)
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     RETURN QUERY
-    SELECT c.endpoint_id, c.activity_id
-    FROM unnest(endpoint_ids, activity_ids, first_ids) AS c(endpoint_id, activity_id, first_id)
-    WHERE NOT EXISTS (SELECT 1 FROM webhook_outbox e
-                      WHERE e.endpoint_id = c.endpoint_id AND e.activity_id = c.activity_id AND e.id < c.first_id);
+    SELECT c.endpoint_id, c.activity_id,
+           coalesce((SELECT min(e.id) FROM webhook_outbox e
+                     WHERE e.endpoint_id = c.endpoint_id AND e.activity_id = c.activity_id
+                       AND e.id <> ALL (claimed_ids)), 9223372036854775807)
+    FROM unnest(endpoint_ids, activity_ids) AS c(endpoint_id, activity_id);
 END $$;
 
 -- One webhook worker's claim: up to `batch` due rows of enabled endpoints that no earlier row of their chain waits
@@ -166,14 +172,14 @@ LANGUAGE sql VOLATILE AS $$
         FROM (SELECT endpoint_id, activity_id, min(id) AS first_id FROM claimed GROUP BY 1, 2) c
         WHERE pg_try_advisory_xact_lock(hashtextextended(c.endpoint_id::text || c.activity_id::text, 7032))
     ), open AS MATERIALIZED (
-        SELECT * FROM liverelay_open_webhook_chains(ARRAY(SELECT endpoint_id FROM locked ORDER BY first_id),
-                                                    ARRAY(SELECT activity_id FROM locked ORDER BY first_id),
-                                                    ARRAY(SELECT first_id FROM locked ORDER BY first_id))
+        SELECT * FROM liverelay_webhook_chains_until(ARRAY(SELECT endpoint_id FROM locked ORDER BY first_id),
+                                                     ARRAY(SELECT activity_id FROM locked ORDER BY first_id),
+                                                     ARRAY(SELECT id FROM claimed))
     )
     SELECT c.id, c.endpoint_id, w.url, w.secret, c.event_id, c.event_type, c.activity_id, c.body,
            extract(epoch FROM c.enqueued_at)::float8, c.attempts
     FROM claimed c
-    JOIN open k ON k.endpoint_id = c.endpoint_id AND k.activity_id = c.activity_id
+    JOIN open k ON k.endpoint_id = c.endpoint_id AND k.activity_id = c.activity_id AND c.id < k.until_id
     JOIN webhook_endpoint w ON w.id = c.endpoint_id
     ORDER BY c.id;
 $$;

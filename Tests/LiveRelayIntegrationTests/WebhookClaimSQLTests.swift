@@ -1,0 +1,52 @@
+import Foundation
+import LiveRelayPostgres
+import PostgresNIO
+import Testing
+
+/// The webhook queue's claim (sql/035_lifecycle.sql) on its own, as two workers call it side by side.
+@Suite("Webhook claim SQL")
+struct WebhookClaimSQLTests {
+    @Test("a chain is sent only up to a row another worker holds: the rows after it wait, in order")
+    func gapInChain() async throws {
+        try await Harness.with { h in
+            try await h.sql("""
+                INSERT INTO webhook_endpoint (url, secret) VALUES ('http://127.0.0.1:9/hook', 'whsec_claim_0123456789')
+                """)
+            _ = try await h.registerActivity(session: "chain")
+            // Three events of one activity for the endpoint: started (from the registration), then two more.
+            try await h.sql("""
+                SELECT liverelay_emit_lifecycle(ARRAY['live_activity.updated', 'live_activity.updated'],
+                                                ARRAY[id, id], NULL, false)
+                FROM activity_registration WHERE session_id = 'chain'
+                """)
+            let ids = try await h.rows("SELECT id FROM webhook_outbox ORDER BY id", as: Int64.self)
+            try #require(ids.count == 3)
+            let connector = try DatabaseConnector(url: h.databaseURL)
+            try await connector.withConnection(logger: h.logger) { other in
+                try await connector.withConnection(logger: h.logger) { worker in
+                    // Another worker holds the middle row (it claimed it, then found the chain locked by nobody yet).
+                    try await other.query("BEGIN", logger: h.logger)
+                    try await other.query("SELECT 1 FROM webhook_outbox WHERE id = \(ids[1]) FOR UPDATE",
+                                          logger: h.logger)
+                    try await worker.query("BEGIN", logger: h.logger)
+                    #expect(try await Self.claim(on: worker, h) == [ids[0]],
+                            "the first row goes; the third waits behind the second")
+                    try await worker.query("ROLLBACK", logger: h.logger)
+                    try await other.query("ROLLBACK", logger: h.logger)
+                    try await worker.query("BEGIN", logger: h.logger)
+                    #expect(try await Self.claim(on: worker, h) == ids, "nothing held: the whole chain, in order")
+                    try await worker.query("ROLLBACK", logger: h.logger)
+                }
+            }
+        }
+    }
+
+    static func claim(on connection: PostgresConnection, _ h: Harness) async throws -> [Int64] {
+        var ids: [Int64] = []
+        for try await id in try await connection.query("SELECT id FROM liverelay_claim_webhooks(500)",
+                                                        logger: h.logger).decode(Int64.self) {
+            ids.append(id)
+        }
+        return ids
+    }
+}
