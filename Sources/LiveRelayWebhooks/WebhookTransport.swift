@@ -37,8 +37,8 @@ public final class WebhookTransport: WebhookSender {
     private static func makeClient(on group: MultiThreadedEventLoopGroup) -> HTTPClient {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
-        // No read timeout: each request's deadline bounds it (a read timeout is one more timer per request).
-        configuration.timeout = .init(connect: .seconds(5))
+        // The deadline given with each request ends when the answer's head arrives; the read timeout bounds the rest.
+        configuration.timeout = .init(connect: .seconds(5), read: Self.deadline)
         // Many events in flight to one receiver at once (each activity's events go in order, activities in parallel):
         // as many connections as the webhook workers have lanes.
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 32)

@@ -27,6 +27,7 @@ final class WebhookReceiver: Sendable {
         var received: [Received] = []
         var failuresLeft = 0
         var holding = false
+        var stallingBodies = false
         var inFlight = 0
         var mostInFlight = 0
     }
@@ -39,6 +40,9 @@ final class WebhookReceiver: Sendable {
     /// Requests are recorded but not answered until `release()` (a receiver that hangs).
     func hold() { state.withLock { $0.holding = true } }
     func release() { state.withLock { $0.holding = false } }
+
+    /// Answers 200 at once, then sends one byte of a longer body and nothing more.
+    func stallBodies() { state.withLock { $0.stallingBodies = true } }
 
     var received: [Received] { state.withLock { $0.received } }
     /// The most requests that were waiting for their answer at once.
@@ -66,6 +70,12 @@ final class WebhookReceiver: Sendable {
             if held {
                 while self.state.withLock({ $0.holding }) { try await Task.sleep(for: .milliseconds(10)) }
                 self.state.withLock { $0.inFlight -= 1 }
+            }
+            if self.state.withLock({ $0.stallingBodies }) {
+                return Response(status: .ok, headers: [.contentLength: "100"], body: ResponseBody { writer in
+                    try await writer.write(ByteBuffer(string: "{"))
+                    try await Task.sleep(for: .seconds(60))
+                })
             }
             return Response(status: failing ? .serviceUnavailable : .noContent)
         }

@@ -1,5 +1,6 @@
 import Foundation
 import LiveRelayCore
+import LiveRelayWebhooks
 import Testing
 
 /// DESIGN.md "Activity lifecycle": lifecycle events reach a real HTTP receiver, signed, in order, at least once.
@@ -122,6 +123,23 @@ struct WebhookTests {
                     }
                 }
             }
+        }
+    }
+
+    @Test("an answer whose head comes at once but whose body never ends is given up after 10 s, not waited on")
+    func stalledBody() async throws {
+        let receiver = WebhookReceiver()
+        receiver.stallBodies()
+        try await receiver.run { url in
+            let transport = WebhookTransport(allowPrivate: true)
+            let started = ContinuousClock.now
+            let result = await transport.send(WebhookRequest(
+                url: url, secret: "whsec_stall_0123456789", eventID: UUID(), body: #"{"id":"x"}"#))
+            let waited = ContinuousClock.now - started
+            await transport.shutdown()
+            #expect(!result.delivered && result.error == "no answer: no answer within 10 s", "\(result)")
+            #expect(waited < .seconds(20), "gave up after \(waited)")
+            #expect(receiver.received.count == 1)
         }
     }
 
