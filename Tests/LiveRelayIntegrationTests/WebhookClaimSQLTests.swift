@@ -24,7 +24,7 @@ struct WebhookClaimSQLTests {
             let connector = try DatabaseConnector(url: h.databaseURL)
             try await connector.withConnection(logger: h.logger) { other in
                 try await connector.withConnection(logger: h.logger) { worker in
-                    // Another worker holds the middle row (it claimed it, then found the chain locked by nobody yet).
+                    // Another worker holds the middle row: its claim locked the row and its transaction is still open.
                     try await other.query("BEGIN", logger: h.logger)
                     try await other.query("SELECT 1 FROM webhook_outbox WHERE id = \(ids[1]) FOR UPDATE",
                                           logger: h.logger)
