@@ -104,4 +104,5 @@ def bench_b8(stack, receiver, count, cpu_seconds):
     requests = len(receiver.received()) - before
     return {"events": len(expected), "received": len(got), "lost": len(expected) - len(got),
             "seconds_after_commit": seconds, "events_per_second": len(got) / seconds if got else 0.0,
-            "requests": requests, "cpu_seconds": cpu, "first_event_ms": (min(got) - committed) * 1000 if got else float("nan")}
+            "requests": requests, "cpu_seconds": cpu,
+            "first_event_ms": (min(got) - committed) * 1000 if got else float("nan")}
