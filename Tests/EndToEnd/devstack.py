@@ -4,6 +4,7 @@ simulators accepted."""
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import ssl
@@ -78,6 +79,9 @@ class DevStack:
                 self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+                return  # its cluster may still run: the state stays for a look
+        # `liverelay dev` stopped its cluster as it exited; nothing in the state directory is needed any more.
+        shutil.rmtree(self.state, ignore_errors=True)
 
     # The relay ---------------------------------------------------------------------------------------------------
     def api(self, method, path, body=None, token="admin"):

@@ -19,7 +19,7 @@ enum TestCluster {
 
     /// A cluster of its own, for tests that restart or stop PostgreSQL.
     static func make(name: String) throws -> LocalPostgres {
-        let base = "/tmp/liverelay-tests-\(getpid())"
+        let base = Self.base
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: base)
         let postgres = try LocalPostgres(dataDirectory: "\(base)/\(name)-\(UUID().uuidString.prefix(8))", port: LocalPostgres.freePort())
@@ -33,10 +33,14 @@ enum TestCluster {
         return postgres
     }
 
+    /// Where this process's own clusters live (removed with them at exit).
+    static var base: String { "/tmp/liverelay-tests-\(getpid())" }
+
     static func stopAll() {
         for postgres in lock.withLock({ clusters }) {
             try? postgres.stop(mode: "immediate")
             try? FileManager.default.removeItem(atPath: postgres.dataDirectory)
         }
+        try? FileManager.default.removeItem(atPath: base)
     }
 }
