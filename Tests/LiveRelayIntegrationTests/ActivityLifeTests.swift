@@ -68,7 +68,9 @@ struct ActivityLifeTests {
                 let pushes = try await h.waitForPushes { $0.contains { $0.token == token && $0.event == "end" } }
                 #expect(pushes.map { $0.priority ?? "" } == ["10", "10", "5", "10", "10"])
                 // The relay logs a push once APNs has answered it, just after the simulator has seen it.
-                try await h.waitUntil("SELECT count(*) = 5 FROM delivery_log WHERE activity_id = \(id) AND status = 'sent'")
+                try await h.waitUntil("""
+                    SELECT count(*) = 5 FROM delivery_log WHERE activity_id = \(id) AND status = 'sent'
+                    """)
                 let reasons = try await h.rows("""
                     SELECT priority || ' ' || priority_reason FROM delivery_log
                     WHERE activity_id = \(id) AND status = 'sent' ORDER BY id

@@ -61,7 +61,8 @@ struct CrashRecoveryTests {
         }
     }
 
-    @Test("PostgreSQL restarted under a running relay: it reconnects by itself and delivers everything", .timeLimit(.minutes(3)))
+    @Test("PostgreSQL restarted under a running relay: it reconnects by itself and delivers everything",
+          .timeLimit(.minutes(3)))
     func postgresRestart() async throws {
         let postgres = try TestCluster.make(name: "restart")
         try postgres.createDatabase("liverelay")
@@ -86,7 +87,8 @@ struct CrashRecoveryTests {
         }
     }
 
-    @Test("two relays on one database share the work without duplicates and keep per-activity order", .timeLimit(.minutes(3)))
+    @Test("two relays on one database share the work without duplicates and keep per-activity order",
+          .timeLimit(.minutes(3)))
     func twoRelaysShareWork() async throws {
         try await Harness.with { h in
             let sessions = (0..<20).map { "s-two-\($0)" }

@@ -7,7 +7,8 @@ import Testing
 /// Secrets and tokens never reach the logs, even at trace level.
 @Suite("Log hygiene")
 struct LogHygieneTests {
-    @Test("no log line holds a pairing secret, a push token, the admin token or a device token", .timeLimit(.minutes(3)))
+    @Test("no log line holds a pairing secret, a push token, the admin token or a device token",
+          .timeLimit(.minutes(3)))
     func noSecretsInLogs() async throws {
         try await Harness.with { h in
             let (relay, port) = try await RelayProcess.serve(h, environment: ["LOG_LEVEL": "trace"])

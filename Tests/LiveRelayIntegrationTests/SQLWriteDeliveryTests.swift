@@ -44,7 +44,9 @@ struct SQLWriteDeliveryTests {
                     // Sometimes the next write comes while the relay is still finishing, sometimes when it idles.
                     if round.isMultiple(of: 2) { try await Task.sleep(for: .milliseconds(300)) }
                     try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id = 's-wake'")
-                    _ = try await h.waitForPushes(timeout: .seconds(15)) { $0.last { $0.token == token }?.n == Int64(round) }
+                    _ = try await h.waitForPushes(timeout: .seconds(15)) {
+                        $0.last { $0.token == token }?.n == Int64(round)
+                    }
                 }
                 // Once drained, the relay says it is idle again, so the next writer will notify.
                 try await h.waitUntil("SELECT bool_and(idle) FROM relay_wakeup")

@@ -87,6 +87,8 @@ struct WakeupGateTests {
                         // It read "busy", so it will not notify; the relay finishes, says idle and finds nothing.
                         try await h.waitForPushes { $0.contains { $0.token == busy && $0.n == Int64(n) } }
                         try await h.waitUntil("SELECT bool_and(idle) FROM relay_wakeup")
+                        // Deliberately late: well after the relay's own look at the moment it said idle, so only
+                        // following this open transaction can find its row.
                         try await Task.sleep(for: .milliseconds(500))
                         try await writer.query("COMMIT", logger: h.logger)
                         exercised = true
