@@ -4,10 +4,17 @@ import Hummingbird
 /// with another kind. Put on the route groups of the admin API, so no handler can forget it.
 struct AdminOnly<Context: RequestContext>: RouterMiddleware {
     let auth: Authenticator
+    /// Answer 401 with the challenge to every other caller too (a device token, a pairing secret): MCP clients take
+    /// 401 as "authenticate" and 403 as a dead end, and only the admin bearer is an MCP credential.
+    var challengeEveryone = false
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response {
-        try auth.requireAdmin(request)
+        if challengeEveryone {
+            guard auth.caller(for: request).isAdmin else { throw APIError.unauthorized }
+        } else {
+            try auth.requireAdmin(request)
+        }
         return try await next(request, context)
     }
 }

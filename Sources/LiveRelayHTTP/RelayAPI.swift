@@ -65,7 +65,8 @@ public struct RelayAPI: Sendable {
         adminRoutes.register(admin: admin)
         ViewRoutes(store: store).register(on: admin)
         LiveActivityRoutes(store: store, defaultBundleID: defaultBundleID).register(on: admin)
-        MCPRoutes(tools: RelayTools(store: store, logger: logger), logger: logger).register(on: admin)
+        let mcp = router.group().add(middleware: AdminOnly<BasicRequestContext>(auth: auth, challengeEveryone: true))
+        MCPRoutes(tools: RelayTools(store: store, logger: logger), logger: logger).register(on: mcp)
         WebhookRoutes(store: store, urlGuard: webhookGuard).register(on: admin)
         table.set(router.routes.map { ($0.path.description, $0.method.rawValue) })
         return router

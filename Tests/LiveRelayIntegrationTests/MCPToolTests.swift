@@ -154,6 +154,10 @@ struct MCPToolTests {
                 let device = try await api.post(
                     "/mcp", initialize, headers: [accept, ("Authorization", "Bearer lrd1.x.1.y")])
                 #expect(device.status == 401)
+                // A pairing secret or a valid device token is no MCP credential either: 401 with the challenge too.
+                let paired = try await api.post("/mcp", initialize, headers: [accept, ("X-Relay-Secret", "s3cret")])
+                #expect(paired.status == 401)
+                #expect(paired.headers.first(name: "WWW-Authenticate")?.hasPrefix("Bearer") == true)
                 let answer = try await api.post("/mcp", initialize, headers: RelayHTTP.admin + [accept])
                 #expect(answer.status == 200)
                 #expect(answer["result"]?.objectValue?["serverInfo"]?.objectValue?["name"] == .string("liverelay"))
