@@ -59,6 +59,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     types text[];
     ids uuid[];
+    deliveries json[];
     starting boolean := coalesce(current_setting('liverelay.push_to_start', true), '') <> 'on';
 BEGIN
     IF TG_OP = 'INSERT' THEN
@@ -81,7 +82,13 @@ BEGIN
         WHERE e.type IS NOT NULL;
     END IF;
     IF types IS NOT NULL THEN
-        PERFORM liverelay_emit_lifecycle(types, ids, NULL, true);
+        -- An `invalidated` written by a delivery batch carries the answer that declared the token dead
+        -- (liverelay_retire_tokens sets it); one written by anyone else (psql, say) carries none.
+        deliveries := ARRAY(SELECT CASE WHEN t.type = 'live_activity.invalidated' THEN (
+                                      nullif(current_setting('liverelay.invalidated_by', true), '')::json
+                                      -> (t.id::text)) END
+                            FROM unnest(types, ids) WITH ORDINALITY AS t(type, id, ord) ORDER BY t.ord);
+        PERFORM liverelay_emit_lifecycle(types, ids, deliveries, true);
     END IF;
     RETURN NULL;
 END $$;

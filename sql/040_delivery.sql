@@ -168,17 +168,29 @@ BEGIN
     RETURN queued;
 END $$;
 
--- Dead tokens (DESIGN.md): an activity's token turns the activity `invalidated` (only while the row still holds that
--- token: a token registered meanwhile is a new one), a device token's row is deleted, a push-to-start token is
--- forgotten. Called by the batch that learnt it, in its transaction.
+-- Dead tokens: an activity's token turns the activity `invalidated` (only while the row still holds that token: a
+-- token registered meanwhile is a new one), a device token's row is deleted, a push-to-start token is forgotten.
+-- Called by the batch that learnt it, in its transaction. The answer that declared each activity token dead
+-- (transport, reason, latency) is handed to the lifecycle trigger through a transaction-local setting, so that the
+-- `live_activity.invalidated` event it emits carries it.
+DROP FUNCTION IF EXISTS liverelay_retire_tokens(uuid[], text[], text[], text[]);
 CREATE OR REPLACE FUNCTION liverelay_retire_tokens(
-    activity_ids uuid[], activity_tokens text[], device_tokens text[], start_tokens text[]
+    activity_ids uuid[], activity_tokens text[], activity_transports text[], activity_reasons text[],
+    activity_latencies_ms double precision[], device_tokens text[], start_tokens text[]
 ) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
-    UPDATE activity_registration a SET status = 'invalidated'
-    FROM unnest(activity_ids, activity_tokens) AS d(id, token)
-    WHERE a.id = d.id AND a.activity_token = d.token AND a.status <> 'invalidated';
+    IF cardinality(activity_ids) > 0 THEN
+        PERFORM set_config('liverelay.invalidated_by', (
+            SELECT json_object_agg(d.id, json_build_object('transport', d.transport, 'status', 'failed',
+                                                           'reason', d.reason, 'latency_ms', nullif(d.latency, -1)))
+            FROM unnest(activity_ids, activity_transports, activity_reasons, activity_latencies_ms)
+                 AS d(id, transport, reason, latency))::text, true);
+        UPDATE activity_registration a SET status = 'invalidated'
+        FROM unnest(activity_ids, activity_tokens) AS d(id, token)
+        WHERE a.id = d.id AND a.activity_token = d.token AND a.status <> 'invalidated';
+        PERFORM set_config('liverelay.invalidated_by', '', true);
+    END IF;
     DELETE FROM device_registration WHERE device_token = ANY(device_tokens);
     UPDATE device_registration SET push_to_start_token = NULL WHERE push_to_start_token = ANY(start_tokens);
     DELETE FROM device_push_to_start WHERE token = ANY(start_tokens);

@@ -283,7 +283,12 @@ public final class DeliveryWorker: Service, Sendable {
                 "transport": "\(transport.rawValue)",
             ])
             switch newest.kind {
-            case .activity: if let id = push.activityID { outcome.deadActivityTokens.append((id, delivery.token)) }
+            case .activity:
+                if let id = push.activityID {
+                    outcome.deadActivityTokens.append(.init(
+                        activityID: id, token: delivery.token, transport: transport, reason: reason,
+                        latencyMilliseconds: latency))
+                }
             case .alert: outcome.deadDeviceTokens.append(delivery.token)
             case .start: outcome.deadStartTokens.append(delivery.token)
             }

@@ -95,10 +95,12 @@ public struct OutboxStore: Sendable {
             """, logger: logger)
         for try await count in rows.decode(Int32.self) { queuedWebhooks = Int(count) }
         if outcome.learntDeadTokens {
+            let dead = outcome.deadActivityTokens
             try await connection.query("""
-                SELECT liverelay_retire_tokens(\(outcome.deadActivityTokens.map(\.activityID))::uuid[],
-                    \(outcome.deadActivityTokens.map(\.token))::text[], \(outcome.deadDeviceTokens)::text[],
-                    \(outcome.deadStartTokens)::text[])
+                SELECT liverelay_retire_tokens(\(dead.map(\.activityID))::uuid[], \(dead.map(\.token))::text[],
+                    \(dead.map(\.transport.rawValue))::text[], \(dead.map(\.reason))::text[],
+                    \(dead.map { $0.latencyMilliseconds ?? -1 })::float8[],
+                    \(outcome.deadDeviceTokens)::text[], \(outcome.deadStartTokens)::text[])
                 """, logger: logger)
         }
         if !outcome.environmentChanges.isEmpty {
@@ -170,7 +172,8 @@ public struct BatchOutcome: Sendable {
     public var finishedRowIDs: [Int64] = []
     public var retries: [Retry] = []
     public var sentStates: [SentState] = []
-    public var deadActivityTokens: [(activityID: UUID, token: String)] = []
+    /// Activity tokens found dead, with the answer that said so (the `invalidated` event carries it).
+    public var deadActivityTokens: [DeadActivityToken] = []
     public var deadDeviceTokens: [String] = []
     public var deadStartTokens: [String] = []
     public var environmentChanges: [EnvironmentChange] = []
@@ -181,6 +184,24 @@ public struct BatchOutcome: Sendable {
     }
 
     public init() {}
+}
+
+/// An activity token the push service declared dead, and its answer.
+public struct DeadActivityToken: Sendable {
+    public var activityID: UUID
+    public var token: String
+    public var transport: TransportKind
+    public var reason: String
+    public var latencyMilliseconds: Double?
+
+    public init(activityID: UUID, token: String, transport: TransportKind, reason: String,
+                latencyMilliseconds: Double?) {
+        self.activityID = activityID
+        self.token = token
+        self.transport = transport
+        self.reason = reason
+        self.latencyMilliseconds = latencyMilliseconds
+    }
 }
 
 /// One `delivery_log` row.

@@ -84,11 +84,26 @@ struct OutboxSQLTests {
             let ids = try await h.rows("SELECT id FROM activity_registration ORDER BY session_id", as: UUID.self)
             // The second activity's dead token is an older one: it registered a new token since.
             try await h.sql("""
-                SELECT liverelay_retire_tokens(\(ids)::uuid[], ARRAY[\(dead), 'an-older-token'], ARRAY[\(device)], '{}')
+                SELECT liverelay_retire_tokens(\(ids)::uuid[], ARRAY[\(dead), 'an-older-token'],
+                    ARRAY['apns', 'apns'], ARRAY['Unregistered', 'Unregistered'], ARRAY[12.5, -1]::float8[],
+                    ARRAY[\(device)], '{}')
                 """)
             let statuses = try await h.rows(
                 "SELECT session_id || ' ' || status FROM activity_registration ORDER BY session_id", as: String.self)
             #expect(statuses == ["dead invalidated", "renewed active"])
+            // The invalidated event carries the answer that declared the token dead; a later psql write of the
+            // status (no answer behind it) carries none.
+            let delivery = try await h.rows("""
+                SELECT (data -> 'data' -> 'delivery')::text FROM broadcast_log
+                WHERE event = 'live_activity.invalidated'
+                """, as: String.self)
+            #expect(delivery == [#"{"reason": "Unregistered", "status": "failed", "transport": "apns", "latency_ms": 12.5}"#])
+            try await h.sql("UPDATE activity_registration SET status = 'invalidated' WHERE session_id = 'renewed'")
+            let kinds = try await h.rows("""
+                SELECT (data -> 'data' ? 'delivery')::text FROM broadcast_log
+                WHERE event = 'live_activity.invalidated' ORDER BY seq
+                """, as: String.self)
+            #expect(kinds == ["true", "false"])
             #expect(try await h.rows("SELECT count(*)::int8 FROM device_registration", as: Int64.self) == [0])
         }
     }
