@@ -141,29 +141,54 @@ END $$;
 -- that this claim does not hold, read with a snapshot taken after the chain locks (a separate VOLATILE function for
 -- that reason, as liverelay_locked_activity_states is). Such a row holds back every row after it: one that waits for
 -- a retry (another relay may have rescheduled it just before our locks), one past the claim's limit, or one another
--- worker had locked when we claimed (it skipped the chain) while we took the rows around it.
--- (It replaced liverelay_open_webhook_chains, which only looked before a chain's first claimed row.)
+-- worker had locked when we claimed (it skipped the chain) while we took the rows around it. A chain none of whose
+-- claimed rows may go is unlocked here (the claim's chain locks are session-level, see liverelay_claim_webhooks).
 DROP FUNCTION IF EXISTS liverelay_open_webhook_chains(uuid[], uuid[], bigint[]);
 CREATE OR REPLACE FUNCTION liverelay_webhook_chains_until(endpoint_ids uuid[], activity_ids uuid[],
                                                           claimed_ids bigint[])
 RETURNS TABLE (endpoint_id uuid, activity_id uuid, until_id bigint)
 LANGUAGE plpgsql VOLATILE AS $$
+#variable_conflict use_column
+DECLARE
+    chain record;
 BEGIN
-    RETURN QUERY
-    SELECT c.endpoint_id, c.activity_id,
-           coalesce((SELECT min(e.id) FROM webhook_outbox e
-                     WHERE e.endpoint_id = c.endpoint_id AND e.activity_id = c.activity_id
-                       AND e.id <> ALL (claimed_ids)), 9223372036854775807)
-    FROM unnest(endpoint_ids, activity_ids) AS c(endpoint_id, activity_id);
+    FOR chain IN
+        SELECT c.e, c.a,
+               coalesce((SELECT min(o.id) FROM webhook_outbox o
+                         WHERE o.endpoint_id = c.e AND o.activity_id = c.a AND o.id <> ALL (claimed_ids)),
+                        9223372036854775807) AS until_id,
+               (SELECT min(o.id) FROM webhook_outbox o
+                WHERE o.endpoint_id = c.e AND o.activity_id = c.a AND o.id = ANY (claimed_ids)) AS first_claimed
+        FROM unnest(endpoint_ids, activity_ids) AS c(e, a)
+    LOOP
+        IF chain.first_claimed IS NOT NULL AND chain.first_claimed < chain.until_id THEN
+            endpoint_id := chain.e;
+            activity_id := chain.a;
+            until_id := chain.until_id;
+            RETURN NEXT;
+        ELSE
+            PERFORM pg_advisory_unlock(hashtextextended(chain.e::text || chain.a::text, 7032));
+        END IF;
+    END LOOP;
 END $$;
 
--- One webhook worker's claim: up to `batch` due rows of enabled endpoints that no earlier row of their chain waits
--- before, the chains this worker can lock (one sender per chain across relays), oldest first.
-CREATE OR REPLACE FUNCTION liverelay_claim_webhooks(batch integer)
+-- One webhook worker's claim, one statement in its own transaction: up to `batch` due rows of existing, enabled
+-- endpoints that no earlier row of their chain waits before, of the chains (endpoint, activity) this session could
+-- lock, oldest first. The chain locks are session-level: they outlive the statement and are the claim's lease. The
+-- worker sends each chain's rows in order, records their outcomes (liverelay_record_webhooks) and only then unlocks
+-- the chain (liverelay_unlock_webhook_chains), chain by chain, so that an endpoint that hangs holds only its own
+-- chains. A relay that dies loses its connection and with it its locks: its rows are claimed again at once.
+-- `busy_endpoints`/`busy_activities` are the chains the session is still sending: a session-level lock is
+-- re-entrant, so the caller names them to keep their rows out of the claim. A chain locked here whose every row turns
+-- out held back is unlocked before the statement ends (liverelay_webhook_chains_until).
+DROP FUNCTION IF EXISTS liverelay_claim_webhooks(integer);
+CREATE OR REPLACE FUNCTION liverelay_claim_webhooks(batch integer, busy_endpoints uuid[], busy_activities uuid[])
 RETURNS TABLE (id bigint, endpoint_id uuid, url text, secret text, event_id uuid, event_type text, activity_id uuid,
                body text, enqueued_at double precision, attempts integer)
 LANGUAGE sql VOLATILE AS $$
-    WITH claimed AS MATERIALIZED (
+    WITH busy AS MATERIALIZED (
+        SELECT e, a FROM unnest(busy_endpoints, busy_activities) AS b(e, a)
+    ), claimed AS MATERIALIZED (
         SELECT o.id, o.endpoint_id, o.event_id, o.event_type, o.activity_id, o.body, o.enqueued_at, o.attempts
         FROM webhook_outbox o
         WHERE o.next_attempt_at <= now()
@@ -171,13 +196,14 @@ LANGUAGE sql VOLATILE AS $$
                           WHERE e.endpoint_id = o.endpoint_id AND e.activity_id = o.activity_id AND e.id < o.id
                             AND e.next_attempt_at > now())
           AND EXISTS (SELECT 1 FROM webhook_endpoint w WHERE w.id = o.endpoint_id AND w.enabled)
+          AND NOT EXISTS (SELECT 1 FROM busy b WHERE b.e = o.endpoint_id AND b.a = o.activity_id)
         ORDER BY o.next_attempt_at, o.id
         LIMIT batch
         FOR UPDATE OF o SKIP LOCKED
     ), locked AS MATERIALIZED (
         SELECT c.endpoint_id, c.activity_id, c.first_id
         FROM (SELECT endpoint_id, activity_id, min(id) AS first_id FROM claimed GROUP BY 1, 2) c
-        WHERE pg_try_advisory_xact_lock(hashtextextended(c.endpoint_id::text || c.activity_id::text, 7032))
+        WHERE pg_try_advisory_lock(hashtextextended(c.endpoint_id::text || c.activity_id::text, 7032))
     ), open AS MATERIALIZED (
         SELECT * FROM liverelay_webhook_chains_until(ARRAY(SELECT endpoint_id FROM locked ORDER BY first_id),
                                                      ARRAY(SELECT activity_id FROM locked ORDER BY first_id),
@@ -191,6 +217,29 @@ LANGUAGE sql VOLATILE AS $$
     ORDER BY c.id;
 $$;
 
+-- Ends the lease of chains whose outcomes are recorded (see liverelay_claim_webhooks): called after the record's
+-- transaction committed, so that whoever locks a chain next sees what was sent.
+CREATE OR REPLACE FUNCTION liverelay_unlock_webhook_chains(endpoint_ids uuid[], activity_ids uuid[])
+RETURNS void
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    PERFORM pg_advisory_unlock(hashtextextended(c.e::text || c.a::text, 7032))
+    FROM unnest(endpoint_ids, activity_ids) AS c(e, a);
+END $$;
+
+-- Events left behind by a deleted endpoint (a writer that read the endpoint just before it went, or a row a worker
+-- held while the endpoint was deleted and has not recorded). Returns how many it removed.
+CREATE OR REPLACE FUNCTION liverelay_drop_orphan_webhooks(batch integer) RETURNS integer
+LANGUAGE sql VOLATILE AS $$
+    WITH gone AS (
+        DELETE FROM webhook_outbox WHERE id IN (
+            SELECT o.id FROM webhook_outbox o
+            WHERE NOT EXISTS (SELECT 1 FROM webhook_endpoint w WHERE w.id = o.endpoint_id)
+            LIMIT batch FOR UPDATE SKIP LOCKED)
+        RETURNING 1)
+    SELECT count(*)::integer FROM gone;
+$$;
+
 -- Seconds until the earliest row of an enabled endpoint is due (at most 0 when one is due already, held by another
 -- worker or behind its chain's head; NULL when there is none): how long an idle webhook worker may sleep.
 CREATE OR REPLACE FUNCTION liverelay_next_webhook_due() RETURNS double precision
@@ -199,7 +248,7 @@ LANGUAGE sql STABLE AS $$
     FROM webhook_outbox o JOIN webhook_endpoint w ON w.id = o.endpoint_id AND w.enabled
 $$;
 
--- A webhook batch's outcomes in one statement: log rows, delivered and given-up rows removed, retries rescheduled.
+-- Webhook outcomes in one statement: log rows, delivered and given-up rows removed, retries rescheduled.
 -- (PL/pgSQL for its kept plan; the claim above stays SQL, planned afresh for a queue that swings from 0 to 10,000s.)
 CREATE OR REPLACE FUNCTION liverelay_record_webhooks(
     log_outbox_id bigint[], log_status text[], log_error text[], log_http_status integer[],
@@ -219,10 +268,13 @@ BEGIN
         JOIN webhook_outbox o ON o.id = l.outbox_id
         LEFT JOIN activity_registration a ON a.id = o.activity_id
     ), removed AS (
-        DELETE FROM webhook_outbox WHERE id = ANY (finished_ids)
+        -- A retry for an endpoint deleted meanwhile is dropped, not rescheduled.
+        DELETE FROM webhook_outbox o
+        WHERE o.id = ANY (finished_ids)
+           OR (o.id = ANY (retry_ids) AND NOT EXISTS (SELECT 1 FROM webhook_endpoint w WHERE w.id = o.endpoint_id))
     )
     UPDATE webhook_outbox o SET attempts = o.attempts + 1,
            next_attempt_at = now() + r.delay_ms * interval '1 millisecond', last_error = r.error
     FROM unnest(retry_ids, retry_delays_ms, retry_errors) AS r(id, delay_ms, error)
-    WHERE o.id = r.id;
+    WHERE o.id = r.id AND EXISTS (SELECT 1 FROM webhook_endpoint w WHERE w.id = o.endpoint_id);
 END $$;

@@ -7,7 +7,8 @@ import ServiceLifecycle
 
 /// Ends activities older than Apple shows them (`LIVERELAY_ACTIVITY_MAX_AGE`, since their last start) with an `end`
 /// push and a `live_activity.stale` event. Every relay runs one; the statement's row locks make each activity end
-/// once, whichever relay gets there (`liverelay_sweep_stale` in sql/035_lifecycle.sql).
+/// once, whichever relay gets there (`liverelay_sweep_stale` in sql/035_lifecycle.sql). It also removes the events of
+/// deleted webhook endpoints that nothing else did (`liverelay_drop_orphan_webhooks`).
 public final class ActivitySweeper: Service, Sendable {
     private let connector: DatabaseConnector
     private let maximumAgeSeconds: Double
@@ -44,8 +45,9 @@ public final class ActivitySweeper: Service, Sendable {
         logger.debug("activity sweeper stopped")
     }
 
-    /// Ends what is due, 500 at a time.
+    /// Ends what is due, 500 at a time; removes events a deleted webhook endpoint left behind.
     func sweep(on connection: PostgresConnection) async throws {
+        try await connection.query("SELECT liverelay_drop_orphan_webhooks(1000)", logger: logger)
         while true {
             var ended: Int32 = 0
             let query: PostgresQuery = "SELECT liverelay_sweep_stale(\(maximumAgeSeconds), 500)"

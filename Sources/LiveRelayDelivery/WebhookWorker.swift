@@ -5,11 +5,15 @@ import Logging
 import PostgresNIO
 import ServiceLifecycle
 
-/// Delivers lifecycle events to webhook endpoints: claims due `webhook_outbox` rows, sends each chain (one endpoint,
-/// one activity) in order, stopping at its first failure, and records every outcome, one transaction per batch.
+/// Delivers lifecycle events to webhook endpoints: claims due `webhook_outbox` rows chain by chain (one endpoint, one
+/// activity), sends each chain in order, stopping at its first failure, and records each chain's outcomes as soon as
+/// the chain is done.
 ///
-/// At least once: a crash before the batch commits leaves its rows in the outbox, and they are sent again with the
-/// same `LiveRelay-Event-Id`.
+/// A claimed chain is leased by a session-level lock (sql/035_lifecycle.sql), not by a transaction: claim, record and
+/// unlock are each one short statement, so an endpoint that hangs holds only its own chains and never the events of
+/// another endpoint, and the worker goes on claiming while some chains are still being sent. At least once: a crash
+/// before a chain is recorded ends the session and its locks, and the rows are sent again with the same
+/// `LiveRelay-Event-Id`.
 public final class WebhookWorker: Service, Sendable {
     private let connector: DatabaseConnector
     private let listener: WakeupListener
@@ -21,9 +25,6 @@ public final class WebhookWorker: Service, Sendable {
     private let metrics: RelayMetrics?
     private let logger: Logger
     private let doorbell: Doorbell
-
-    /// How long a batch keeps starting requests; a chain not finished by then waits for the next batch.
-    static let sendingBudget = Duration.seconds(20)
 
     public init(connector: DatabaseConnector, listener: WakeupListener, sender: any WebhookSender,
                 configuration: DeliveryConfiguration, metrics: RelayMetrics? = nil, logger: Logger) {
@@ -50,6 +51,9 @@ public final class WebhookWorker: Service, Sendable {
     /// How long a worker that was woken waits for more events before it claims.
     static let gathering = Duration.milliseconds(50)
 
+    /// How many claimed rows may wait unrecorded before the worker stops claiming.
+    private var maximumBusyRows: Int { batchSize * 4 }
+
     public func run() async throws {
         await cancelWhenGracefulShutdown {
             await self.connector.runReconnecting(
@@ -62,20 +66,61 @@ public final class WebhookWorker: Service, Sendable {
         logger.debug("webhook worker stopped")
     }
 
+    /// What a lane hands the recorder: a chain's outcomes (possibly none, for a chain not sent).
+    private struct Finished: Sendable {
+        var chain: WebhookOutboxStore.Chain
+        var outcomes: [WebhookOutboxStore.Outcome]
+        var eventTypes: [Int64: String]
+    }
+
     private func drain(on connection: PostgresConnection) async throws {
         _ = try await ConnectionScope.run(on: connection, deadline: .seconds(5), what: "configuring") {
             try await connection.query("SELECT set_config('synchronous_commit', 'off', false)", logger: self.logger)
         }
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            let sent = try await ConnectionScope.run(on: connection, deadline: .seconds(60), what: "a webhook batch") {
-                try await self.batch(on: connection)
+        let lanes = WebhookLanes(lanesPerEndpoint: Self.lanesPerEndpoint)
+        let recorderInput = Mailbox<Finished>()
+        let finished = recorderInput
+        try await withThrowingTaskGroup(of: Void.self) { recorder in
+            recorder.addTask { try await self.record(finished, lanes: lanes, on: connection) }
+            do {
+                try await withThrowingTaskGroup(of: Void.self) { senders in
+                    try await self.claimLoop(lanes: lanes, senders: &senders, recorder: recorderInput,
+                                             on: connection)
+                    let unsent = lanes.stop()
+                    for chain in unsent { recorderInput.put(Finished(chain: chain, outcomes: [], eventTypes: [:])) }
+                    try await senders.waitForAll()
+                }
+            } catch {
+                recorderInput.finish()
+                recorder.cancelAll()
+                throw error
             }
-            // A full batch: there may be more at once.
-            guard sent < batchSize else { continue }
+            recorderInput.finish()
+            try await recorder.waitForAll()
+        }
+    }
+
+    /// Claims while there is work and room, starting lanes for new chains, until the worker stops.
+    private func claimLoop(lanes: WebhookLanes, senders: inout ThrowingTaskGroup<Void, any Error>,
+                           recorder: Mailbox<Finished>, on connection: PostgresConnection)
+        async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            let room = min(batchSize, maximumBusyRows - lanes.busyRows)
+            var claimed = 0
+            if room > 0 {
+                let busy = lanes.busyChains
+                let rows = try await ConnectionScope.run(on: connection, deadline: .seconds(10), what: "a webhook claim") {
+                    try await self.store.claim(limit: room, excluding: busy, on: connection)
+                }
+                claimed = rows.count
+                if !rows.isEmpty { try await start(rows, lanes: lanes, senders: &senders, recorder: recorder) }
+            }
+            // A full claim: there may be more at once.
+            if claimed >= batchSize { continue }
             // Not part of the wake-up gate (the delivery workers are): it is rung when webhook rows were queued (a
-            // `webhooks` notification, or this relay's delivery batch). Otherwise it sleeps until the next retry is
-            // due, at most `idleBackstop`; rows due but not claimable (another worker holds their chain) are looked
-            // at again after the poll interval.
+            // `webhooks` notification, or this relay's delivery batch) and when a chain it sent is recorded.
+            // Otherwise it sleeps until the next retry is due, at most `idleBackstop`; rows due but not claimable
+            // (being sent, or another worker holds their chain) are looked at again after the poll interval.
             let due = try await ConnectionScope.run(on: connection, deadline: .seconds(5), what: "a webhook due time") {
                 try await self.store.secondsUntilDue(on: connection)
             }
@@ -85,83 +130,75 @@ public final class WebhookWorker: Service, Sendable {
             case let seconds?: min(.milliseconds(Int64(seconds * 1000) + 1), Self.idleBackstop)
             }
             await doorbell.wait(timeout: wait)
-            // Let the events of a busy moment gather into one batch: one claim and one record for many rather than
+            // Let the events of a busy moment gather into one claim: one claim and one record for many rather than
             // per delivery batch (at 400 pushes/s that was a webhook transaction every few milliseconds, which cost
             // the pushes' latency). Receivers get events at most this much later.
             try? await Task.sleep(for: Self.gathering)
         }
     }
 
-    /// One batch in one transaction; returns how many rows it settled or rescheduled.
-    func batch(on connection: PostgresConnection) async throws -> Int {
-        let clock = ContinuousClock()
-        let begun = clock.now
-        try await connection.query("BEGIN", logger: logger)
-        let rows = try await store.claim(limit: batchSize, on: connection)
-        guard !rows.isEmpty else {
-            try await connection.query("COMMIT", logger: logger)
-            return 0
-        }
-        let claimed = clock.now
-        let outcomes = await send(rows)
-        let sent = clock.now
-        try await store.record(outcomes, on: connection)
-        try await connection.query("COMMIT", logger: logger)
-        logger.debug("webhook batch", metadata: [
-            "rows": "\(rows.count)", "claim_ms": "\((claimed - begun).milliseconds)",
-            "send_ms": "\((sent - claimed).milliseconds)",
-            "record_ms": "\((clock.now - sent).milliseconds)",
-        ])
-        if let metrics {
-            let types = Dictionary(rows.map { ($0.id, $0.eventType) }, uniquingKeysWith: { first, _ in first })
-            for outcome in outcomes {
-                metrics.recordWebhook(status: outcome.status, eventType: types[outcome.rowID] ?? "",
-                                      latencySeconds: outcome.latencyMilliseconds.map { $0 / 1000 })
-            }
-        }
-        return outcomes.count
-    }
-
-    /// Sends every chain side by side, each chain's rows one after another.
-    private func send(_ rows: [WebhookOutboxStore.Row]) async -> [WebhookOutboxStore.Outcome] {
-        struct Chain: Hashable { var endpoint: UUID, activity: UUID }
-        var chains: [Chain: [WebhookOutboxStore.Row]] = [:]
-        var order: [Chain] = []
+    /// Hands the claimed chains to their endpoints' lanes, starting lanes where there is room.
+    private func start(_ rows: [WebhookOutboxStore.Row], lanes: WebhookLanes,
+                       senders: inout ThrowingTaskGroup<Void, any Error>,
+                       recorder: Mailbox<Finished>) async throws {
+        var chains: [WebhookOutboxStore.Chain: [WebhookOutboxStore.Row]] = [:]
+        var order: [WebhookOutboxStore.Chain] = []
         for row in rows {
-            let chain = Chain(endpoint: row.endpointID, activity: row.activityID)
+            let chain = WebhookOutboxStore.Chain(endpoint: row.endpointID, activity: row.activityID)
             if chains[chain] == nil { order.append(chain) }
             chains[chain, default: []].append(row)
         }
-        // Each endpoint's address is checked once a batch (a name may resolve somewhere else than when registered).
+        // Each endpoint's address is checked once a claim (a name may resolve somewhere else than when registered).
         var refusals: [String: String?] = [:]
         for url in Set(rows.map(\.request.url)) { refusals[url] = await sender.refusal(of: url) }
-        let started = ContinuousClock.now
         let checked = refusals
-        return await withTaskGroup(of: [WebhookOutboxStore.Outcome].self) { group in
-            // A few lanes per endpoint, each taking the next waiting chain: no more requests in flight than the
-            // client has connections (queued requests cost timers and bookkeeping), and a slow endpoint holds up
-            // only its own lanes.
-            for endpointChains in Dictionary(grouping: order, by: \.endpoint).values {
-                let queue = WorkQueue(endpointChains.map { chains[$0]! })
-                for _ in 0..<min(Self.lanesPerEndpoint, endpointChains.count) {
-                    group.addTask {
-                        var outcomes: [WebhookOutboxStore.Outcome] = []
-                        chains: while let chainRows = queue.next() {
-                            for row in chainRows {
-                                guard ContinuousClock.now - started < Self.sendingBudget else { break chains }
-                                let outcome = await self.deliver(row, refusal: checked[row.request.url] ?? nil)
-                                outcomes.append(outcome)
-                                // The rest of the chain waits behind a row that was not delivered.
-                                if outcome.status == .retrying { break }
-                            }
-                        }
-                        return outcomes
+        for chain in order {
+            guard let endpoint = lanes.add(chains[chain]!) else { continue }
+            senders.addTask {
+                while let chainRows = lanes.next(for: endpoint) {
+                    var outcomes: [WebhookOutboxStore.Outcome] = []
+                    for row in chainRows {
+                        let outcome = await self.deliver(row, refusal: checked[row.request.url] ?? nil)
+                        outcomes.append(outcome)
+                        // The rest of the chain waits behind a row that was not delivered.
+                        if outcome.status == .retrying { break }
+                    }
+                    let first = chainRows[0]
+                    recorder.put(Finished(
+                        chain: .init(endpoint: first.endpointID, activity: first.activityID), outcomes: outcomes,
+                        eventTypes: Dictionary(chainRows.map { ($0.id, $0.eventType) }, uniquingKeysWith: { a, _ in a })))
+                }
+            }
+        }
+    }
+
+    /// Records finished chains as they come, those that finished meanwhile together in one statement, then ends
+    /// their leases and rings the worker (their activities may have more events waiting).
+    private func record(_ finished: Mailbox<Finished>, lanes: WebhookLanes,
+                        on connection: PostgresConnection) async throws {
+        while let pending = await finished.takeAll() {
+            let outcomes = pending.flatMap(\.outcomes)
+            let chains = pending.map(\.chain)
+            let clock = ContinuousClock()
+            let started = clock.now
+            try await ConnectionScope.run(on: connection, deadline: .seconds(10), what: "recording webhooks") {
+                try await self.store.record(outcomes, on: connection)
+                try await self.store.unlock(chains, on: connection)
+            }
+            lanes.release(chains)
+            doorbell.ring()
+            logger.debug("webhook outcomes recorded", metadata: [
+                "chains": "\(chains.count)", "rows": "\(outcomes.count)",
+                "record_ms": "\((clock.now - started).milliseconds)",
+            ])
+            if let metrics {
+                for item in pending {
+                    for outcome in item.outcomes {
+                        metrics.recordWebhook(status: outcome.status, eventType: item.eventTypes[outcome.rowID] ?? "",
+                                              latencySeconds: outcome.latencyMilliseconds.map { $0 / 1000 })
                     }
                 }
             }
-            var all: [WebhookOutboxStore.Outcome] = []
-            for await outcomes in group { all += outcomes }
-            return all
         }
     }
 

@@ -3,8 +3,9 @@ import LiveRelayCore
 import Logging
 import PostgresNIO
 
-/// The webhook worker's SQL (sql/035_lifecycle.sql): claim due events chain by chain, record outcomes. Every call runs
-/// in the worker's batch transaction; row and chain locks end with it.
+/// The webhook worker's SQL (sql/035_lifecycle.sql): claim due events chain by chain, record outcomes, end a chain's
+/// lease. Each call is one statement in a transaction of its own; a claimed chain stays locked by the worker's session
+/// until `unlock` (or until the connection ends).
 public struct WebhookOutboxStore: Sendable {
     public let logger: Logger
 
@@ -43,12 +44,24 @@ public struct WebhookOutboxStore: Sendable {
         }
     }
 
+    /// One endpoint's events for one activity: delivered in order, one sender at a time across relays.
+    public struct Chain: Hashable, Sendable {
+        public var endpoint: UUID
+        public var activity: UUID
+        public init(endpoint: UUID, activity: UUID) {
+            self.endpoint = endpoint
+            self.activity = activity
+        }
+    }
+
     /// Up to `limit` due rows, oldest first, of the chains (endpoint, activity) this worker could lock and that no
-    /// earlier row holds back.
-    public func claim(limit: Int, on connection: PostgresConnection) async throws -> [Row] {
+    /// earlier row holds back, leaving out the chains it is still sending (`busy`).
+    public func claim(limit: Int, excluding busy: [Chain], on connection: PostgresConnection) async throws -> [Row] {
         var rows: [Row] = []
-        let stream = try await connection.query(
-            "SELECT * FROM liverelay_claim_webhooks(\(Int32(limit)))", logger: logger)
+        let stream = try await connection.query("""
+            SELECT * FROM liverelay_claim_webhooks(\(Int32(limit)), \(busy.map(\.endpoint))::uuid[],
+                                                   \(busy.map(\.activity))::uuid[])
+            """, logger: logger)
         for try await (id, endpointID, url, secret, eventID, eventType, activityID, body, enqueuedAt, attempts)
             in stream.decode((Int64, UUID, String, String, UUID, String, UUID, String, Double, Int32).self) {
             rows.append(Row(
@@ -65,6 +78,14 @@ public struct WebhookOutboxStore: Sendable {
         for try await value in try await connection.query(
             "SELECT liverelay_next_webhook_due()", logger: logger).decode(Double?.self) { due = value }
         return due
+    }
+
+    /// Ends the lease of chains whose outcomes are recorded.
+    public func unlock(_ chains: [Chain], on connection: PostgresConnection) async throws {
+        guard !chains.isEmpty else { return }
+        try await connection.query("""
+            SELECT liverelay_unlock_webhook_chains(\(chains.map(\.endpoint))::uuid[], \(chains.map(\.activity))::uuid[])
+            """, logger: logger)
     }
 
     /// Writes the outcomes in one statement (`liverelay_record_webhooks`).

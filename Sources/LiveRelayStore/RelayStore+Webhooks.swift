@@ -40,10 +40,15 @@ extension RelayStore {
             """, as: WebhookEndpoint.self)
     }
 
-    /// Deletes an endpoint and the events still waiting for it.
+    /// Deletes an endpoint and the events still waiting for it, without waiting for a worker that is sending some of
+    /// them: those are dropped when the worker records their outcome (or by the sweeper), never sent again.
     public func deleteWebhook(_ id: UUID) async throws {
-        let deleted = try await values(
-            "DELETE FROM webhook_endpoint WHERE id = \(id) RETURNING id", as: UUID.self)
+        let deleted = try await values("""
+            WITH gone AS (DELETE FROM webhook_endpoint WHERE id = \(id) RETURNING id),
+                 waiting AS (DELETE FROM webhook_outbox WHERE id IN (
+                     SELECT id FROM webhook_outbox WHERE endpoint_id = \(id) FOR UPDATE SKIP LOCKED))
+            SELECT id FROM gone
+            """, as: UUID.self)
         guard !deleted.isEmpty else { throw StoreError.notFound("no webhook endpoint has id \(id)") }
     }
 }

@@ -21,6 +21,9 @@ struct WebhookClaimSQLTests {
                 """)
             let ids = try await h.rows("SELECT id FROM webhook_outbox ORDER BY id", as: Int64.self)
             try #require(ids.count == 3)
+            let chain = try await h.rows("""
+                SELECT endpoint_id::text || ' ' || activity_id::text FROM webhook_outbox LIMIT 1
+                """, as: String.self)[0].split(separator: " ").compactMap { UUID(uuidString: String($0)) }
             let connector = try DatabaseConnector(url: h.databaseURL)
             try await connector.withConnection(logger: h.logger) { other in
                 try await connector.withConnection(logger: h.logger) { worker in
@@ -28,25 +31,65 @@ struct WebhookClaimSQLTests {
                     try await other.query("BEGIN", logger: h.logger)
                     try await other.query("SELECT 1 FROM webhook_outbox WHERE id = \(ids[1]) FOR UPDATE",
                                           logger: h.logger)
-                    try await worker.query("BEGIN", logger: h.logger)
                     #expect(try await Self.claim(on: worker, h) == [ids[0]],
                             "the first row goes; the third waits behind the second")
-                    try await worker.query("ROLLBACK", logger: h.logger)
+                    try await Self.unlock(chain, on: worker, h)
                     try await other.query("ROLLBACK", logger: h.logger)
-                    try await worker.query("BEGIN", logger: h.logger)
                     #expect(try await Self.claim(on: worker, h) == ids, "nothing held: the whole chain, in order")
-                    try await worker.query("ROLLBACK", logger: h.logger)
+                    // The claim's chain lock outlives its statement: it is the lease while the worker sends.
+                    #expect(try await Self.claim(on: other, h) == [], "another worker waits for the lease")
+                    #expect(try await Self.claim(on: worker, h, busy: chain) == [],
+                            "the worker itself names the chains it is sending")
+                    try await Self.unlock(chain, on: worker, h)
+                    #expect(try await Self.claim(on: other, h) == ids, "unlocked: the next worker takes the chain")
                 }
             }
         }
     }
 
-    static func claim(on connection: PostgresConnection, _ h: Harness) async throws -> [Int64] {
+    @Test("a claim whose chain is all held back leaves no lock behind")
+    func heldBackChainUnlocked() async throws {
+        try await Harness.with { h in
+            try await h.sql("""
+                INSERT INTO webhook_endpoint (url, secret) VALUES ('http://127.0.0.1:9/hook', 'whsec_claim_0123456789')
+                """)
+            _ = try await h.registerActivity(session: "held")
+            let ids = try await h.rows("SELECT id FROM webhook_outbox ORDER BY id", as: Int64.self)
+            try #require(ids.count == 1)
+            let connector = try DatabaseConnector(url: h.databaseURL)
+            try await connector.withConnection(logger: h.logger) { other in
+                try await connector.withConnection(logger: h.logger) { worker in
+                    try await other.query("BEGIN", logger: h.logger)
+                    try await other.query("SELECT 1 FROM webhook_outbox WHERE id = \(ids[0]) FOR UPDATE",
+                                          logger: h.logger)
+                    // A second event arrives: the worker claims it, locks the chain, finds it behind the held row.
+                    try await h.sql("""
+                        SELECT liverelay_emit_lifecycle(ARRAY['live_activity.updated'], ARRAY[id], NULL, false)
+                        FROM activity_registration WHERE session_id = 'held'
+                        """)
+                    #expect(try await Self.claim(on: worker, h) == [])
+                    try await other.query("ROLLBACK", logger: h.logger)
+                    let all = try await h.rows("SELECT id FROM webhook_outbox ORDER BY id", as: Int64.self)
+                    #expect(try await Self.claim(on: other, h) == all, "the worker kept no lock on the chain")
+                }
+            }
+        }
+    }
+
+    static func claim(on connection: PostgresConnection, _ h: Harness, busy: [UUID] = []) async throws -> [Int64] {
         var ids: [Int64] = []
-        for try await id in try await connection.query("SELECT id FROM liverelay_claim_webhooks(500)",
-                                                        logger: h.logger).decode(Int64.self) {
+        let busyEndpoints = busy.isEmpty ? [] : [busy[0]], busyActivities = busy.isEmpty ? [] : [busy[1]]
+        for try await id in try await connection.query("""
+            SELECT id FROM liverelay_claim_webhooks(500, \(busyEndpoints)::uuid[], \(busyActivities)::uuid[])
+            """, logger: h.logger).decode(Int64.self) {
             ids.append(id)
         }
         return ids
+    }
+
+    static func unlock(_ chain: [UUID], on connection: PostgresConnection, _ h: Harness) async throws {
+        try await connection.query("""
+            SELECT liverelay_unlock_webhook_chains(ARRAY[\(chain[0])]::uuid[], ARRAY[\(chain[1])]::uuid[])
+            """, logger: h.logger)
     }
 }

@@ -126,6 +126,68 @@ struct WebhookTests {
         }
     }
 
+    @Test("an endpoint that hangs never delays another endpoint's events for the same activity")
+    func endpointIsolation() async throws {
+        try await Harness.with { h in
+            let hanging = WebhookReceiver(), healthy = WebhookReceiver()
+            hanging.hold()
+            try await hanging.run { hangingURL in
+                try await healthy.run { healthyURL in
+                    try await h.withRelayPort(environment: Self.allowPrivate) { port in
+                        let api = RelayHTTP(port: port)
+                        _ = try await Self.register(api, url: hangingURL)
+                        _ = try await Self.register(api, url: healthyURL)
+                        let token = try await h.registerActivity(session: "s-iso")
+                        _ = try await hanging.wait { _ in hanging.mostInFlight >= 1 }
+                        let written = ContinuousClock.now
+                        try await h.sql(#"""
+                            UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-iso'
+                            """#)
+                        try await h.waitForPushes { $0.contains { $0.token == token && $0.n == 1 } }
+                        let received = try await healthy.wait { $0.count >= 2 }
+                        let waited = ContinuousClock.now - written
+                        #expect(received.compactMap(\.type) == ["live_activity.started", "live_activity.updated"])
+                        // The hanging endpoint's `started` is still unanswered (its request runs for 10 s).
+                        #expect(waited < .seconds(8), "the healthy endpoint waited \(waited) for the other one")
+                        #expect(hanging.received.compactMap(\.type) == ["live_activity.started"],
+                                "the hanging endpoint has only its first request, unanswered")
+                        hanging.release()
+                        let late = try await hanging.wait(timeout: .seconds(40)) { $0.count >= 2 }
+                        #expect(late.compactMap(\.type).suffix(2) == ["live_activity.started", "live_activity.updated"])
+                    }
+                }
+            }
+        }
+    }
+
+    @Test("DELETE /v1/webhooks/{id} answers 204 at once while its events are being sent; they are not sent again")
+    func deleteWhileSending() async throws {
+        try await Harness.with { h in
+            let hanging = WebhookReceiver()
+            hanging.hold()
+            try await hanging.run { url in
+                try await h.withRelayPort(environment: Self.allowPrivate) { port in
+                    let api = RelayHTTP(port: port)
+                    _ = try await Self.register(api, url: url)
+                    let id = try await h.rows("SELECT id FROM webhook_endpoint", as: UUID.self)[0]
+                    _ = try await h.registerActivity(session: "s-del")
+                    _ = try await h.registerActivity(session: "s-del-2")
+                    _ = try await hanging.wait { _ in hanging.mostInFlight >= 1 }
+                    let deleted = try await api.request(.DELETE, "/v1/webhooks/\(id)", headers: RelayHTTP.admin)
+                    #expect(deleted.status == 204, "\(deleted.status) \(deleted.text)")
+                    #expect(try await h.rows("SELECT count(*)::int8 FROM webhook_endpoint", as: Int64.self) == [0])
+                    // The requests in flight end (10 s answer limit); their outcome removes the rows, never retried.
+                    try await h.waitUntil(timeout: .seconds(30), "SELECT count(*) = 0 FROM webhook_outbox")
+                    hanging.release()
+                    let attempts = try await h.rows("""
+                        SELECT count(*)::int8 FROM delivery_log WHERE transport = 'webhook'
+                        """, as: Int64.self)
+                    #expect(attempts[0] <= 2, "each event was tried at most once: \(attempts)")
+                }
+            }
+        }
+    }
+
     @Test("an answer whose head comes at once but whose body never ends is given up after 10 s, not waited on")
     func stalledBody() async throws {
         let receiver = WebhookReceiver()
