@@ -23,6 +23,7 @@ import urllib.request
 
 import psycopg
 
+from bench_peer import Peer, peer_b1, peer_b2, peer_b5, timed_writes
 from bench_webhooks import HookReceiver, bench_b8, register_endpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -268,23 +269,22 @@ def h2load_ceiling(stack, requests):
 
 
 def bench_b1(stack, rate, seconds):
+    """B1: `rate` one-row writes a second; commit → request received, and each write's UPDATE + COMMIT. Then the same
+    writes to the same table with LiveRelay's triggers disabled, for what the triggers cost the writer."""
     sessions = register(stack, "b1-", rate * seconds)
     time.sleep(1)
     before = len(stack.log_lines())
-    commits = {}
-    with psycopg.connect(stack.url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
-        start = time.time()
-        for i in range(1, rate * seconds + 1):
-            due = start + (i - 1) / rate
-            while time.time() < due:
-                time.sleep(min(0.0005, max(0, due - time.time())))
-            session = f"b1-{i}"
-            conn.execute("UPDATE activity_registration SET content_state = jsonb_build_object('n', %s) "
-                         "WHERE secret_hash = %s AND session_id = %s", (i, BENCH_SECRET_HASH, session))
-            commits[sessions[session]] = time.time()
+    commits, durations = timed_writes(stack.url, rate, seconds, sessions, BENCH_SECRET_HASH, "b1-")
     lines = stack.wait_for_log(before + len(commits), 30)[before:]
     latencies = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
-    return {"writes": len(commits), "received": len(latencies), "latencies_ms": latencies}
+    stack.sql("ALTER TABLE activity_registration DISABLE TRIGGER USER")
+    try:
+        bare_seconds = max(1, seconds // 2)
+        _, bare = timed_writes(stack.url, rate, bare_seconds, sessions, BENCH_SECRET_HASH, "b1-")
+    finally:
+        stack.sql("ALTER TABLE activity_registration ENABLE TRIGGER USER")
+    return {"writes": len(commits), "received": len(latencies), "latencies_ms": latencies, "write_ms": durations,
+            "write_ms_triggers_disabled": bare}
 
 
 def seed_b2(stack, count):
@@ -408,12 +408,12 @@ def bench_b3(stack, clients):
     return asyncio.run(bench_b3_async(stack, clients))
 
 
-def pgbench(stack, clients, seconds, script):
+def pgbench(stack, clients, seconds, script, database="bench"):
     path = os.path.join(stack.work, "b5.sql")
     with open(path, "w") as f:
         f.write(script)
     out = subprocess.run([f"{stack.bindir}/pgbench", "-n", "-c", str(clients), "-j", "2", "-T", str(seconds), "-f", path,
-                          "-h", "127.0.0.1", "-p", str(stack.pg_port), "-U", "postgres", "bench"],
+                          "-h", "127.0.0.1", "-p", str(stack.pg_port), "-U", "postgres", database],
                          capture_output=True, text=True).stdout
     for line in out.splitlines():
         if line.startswith("tps ="):
@@ -475,6 +475,70 @@ def plots(results, directory):
     return made
 
 
+def run_peer(stack, args, only):
+    peer = Peer(stack, as_postgres)
+    counts = [int(n) for n in args.peer_processes.split(",")]
+    out = {}
+    try:
+        if "B1" in only or "B5" in only:
+            runs = []
+            for processes in counts:
+                peer.start(processes)
+                run = peer_b1(stack, peer, args.b1_rate, args.b1_seconds, BENCH_SECRET_HASH)
+                peer.stop()
+                run["processes"] = processes
+                runs.append(run)
+                peer.sql("DELETE FROM activity_registration WHERE session_id LIKE 'p1-%%'")
+            best = min(runs, key=lambda r: pct(r["latencies_ms"], 50))
+            out["B1"] = dict(best, runs=[{"processes": r["processes"], "p50": pct(r["latencies_ms"], 50),
+                                          "p99": pct(r["latencies_ms"], 99)} for r in runs])
+            # B5's rows (and B1's tokens) for the writers below.
+            peer.register("p1-", args.b1_rate * args.b1_seconds, BENCH_SECRET_HASH)
+        if "B2" in only:
+            out["B2"] = peer_b2(stack, peer, args.b2_activities, counts, BENCH_SECRET_HASH, cpu_seconds)
+        if "B5" in only:
+            peer.start(max(counts))
+            out["B5"] = peer_b5(stack, peer, pgbench, 16, args.b5_seconds, args.b1_rate * args.b1_seconds,
+                                BENCH_SECRET_HASH)
+    finally:
+        peer.stop()
+    return out
+
+
+def peer_summary(results, summary, slim):
+    """Each B1/B2/B5 figure beside the peer's of the same run, with LiveRelay / peer ratios."""
+    peer = results.get("peer", {})
+    if "B1" in peer and "B1" in results:
+        ours, theirs = results["B1"], peer["B1"]
+        lat, plat = ours["latencies_ms"], theirs["latencies_ms"]
+        ps = (50, 90, 99)
+        summary["B1 peer"] = (
+            f"{theirs['received']}/{theirs['writes']} received ({theirs['processes']} process(es)); commit → request "
+            + ", ".join(f"p{p} {pct(plat, p):.3f} ms" for p in ps) + f", max {max(plat):.3f} ms; LiveRelay / peer: "
+            + ", ".join(f"p{p} {pct(lat, p) / pct(plat, p):.2f}×" for p in ps))
+        w, wp, wb = ours["write_ms"], theirs["write_ms"], ours["write_ms_triggers_disabled"]
+        summary["B1 write"] = (
+            f"UPDATE + COMMIT p50 / p99: LiveRelay {pct(w, 50):.3f} / {pct(w, 99):.3f} ms, peer {pct(wp, 50):.3f} / "
+            f"{pct(wp, 99):.3f} ms, LiveRelay's table with its triggers disabled {pct(wb, 50):.3f} / {pct(wb, 99):.3f} "
+            f"ms; LiveRelay / disabled p50 {pct(w, 50) / pct(wb, 50):.2f}×, LiveRelay / peer p50 "
+            f"{pct(w, 50) / pct(wp, 50):.2f}×")
+        slim["peer"]["B1"]["latencies_ms"] = {p: pct(plat, p) for p in (50, 90, 99, 99.9)}
+        slim["peer"]["B1"]["write_ms"] = {p: pct(wp, p) for p in (50, 90, 99)}
+    if "B2" in peer and "B2" in results:
+        ours, theirs = results["B2"], peer["B2"]
+        summary["B2 peer"] = (
+            f"{theirs['received']}/{theirs['activities']} in {theirs['seconds_after_commit']:.2f} s: "
+            f"{theirs['pushes_per_second']:,.0f} pushes/s ({theirs['processes']} process(es)), UPDATE statement "
+            f"{theirs['statement_seconds']:.2f} s, peer CPU per push {theirs['relay_cpu_microseconds_per_push']:.0f} µs;"
+            f" LiveRelay / peer: {ours['pushes_per_second'] / theirs['pushes_per_second']:.2f}× the pushes/s, "
+            f"{ours['statement_seconds'] / theirs['statement_seconds']:.2f}× the statement's time")
+    if "B5" in peer and "B5" in results:
+        ours, theirs = results["B5"], peer["B5"]
+        summary["B5 peer"] = (f"16 durable writers: {theirs['tps_with_triggers_and_relay']:,.0f} tps with the peer vs "
+                              f"{theirs['tps_bare']:,.0f} bare = {theirs['ratio']:.2f}; LiveRelay / peer: "
+                              f"{ours['ratio'] / theirs['ratio']:.2f}×")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build-release/release/liverelay"))
@@ -487,6 +551,8 @@ def main():
     parser.add_argument("--b8-events", type=int, default=10_000)
     parser.add_argument("--no-webhooks", action="store_true", help="run B1/B5 without a webhook endpoint (for A/B)")
     parser.add_argument("--only", default="B1,B2,B2M,B3,B5,B6,B8", help="comma-separated scenarios to run (e.g. B2)")
+    parser.add_argument("--no-peer", action="store_true", help="skip the naive peer (Benchmarks/naive_peer.py)")
+    parser.add_argument("--peer-processes", default="1,2", help="the peer's process counts; the best one is reported")
     args = parser.parse_args()
     only = set(args.only.upper().split(","))
     os.makedirs(args.out, exist_ok=True)
@@ -534,6 +600,10 @@ def main():
             stack.stop_relay()
             stack.start_relay()
             results["B3"] = bench_b3(stack, args.b3_clients)
+        if not args.no_peer and only & {"B1", "B2", "B5"}:
+            # The naive peer on the same cluster and endpoint, LiveRelay stopped meanwhile.
+            stack.stop_relay()
+            results["peer"] = run_peer(stack, args, only)
     finally:
         stack.stop_relay()
         if hooks:
@@ -551,6 +621,8 @@ def main():
                          f"p90 {pct(lat, 90):.3f} ms, p99 {pct(lat, 99):.3f} ms, max {max(lat) if lat else float('nan'):.3f} ms "
                          f"(p50 = {pct(lat, 50) / ceiling_latency_ms:.0f}× the ceiling's time per request)")
         slim["B1"]["latencies_ms"] = {p: pct(lat, p) for p in (50, 90, 99, 99.9)}
+        for key in ("write_ms", "write_ms_triggers_disabled"):
+            slim["B1"][key] = {p: pct(results["B1"][key], p) for p in (50, 90, 99)}
     if "B2" in results:
         b2 = results["B2"]
         first = b2["first_round"]
@@ -599,6 +671,7 @@ def main():
                          f"{b8['first_event_ms']:.0f} ms after commit; CPU per event from the INSERT on: "
                          + ", ".join(f"{name} {seconds / max(b8['received'], 1) * 1e6:.0f} µs"
                                      for name, seconds in b8["cpu_seconds"].items()))
+    peer_summary(results, summary, slim)
     summary["webhooks"] = "B1/B5 ran with a webhook endpoint registered" if hooks and not args.no_webhooks else \
         "B1/B5 ran without webhooks (--no-webhooks)"
     summary["B6"] = (f"start → ready {results['B6']['start_to_ready_seconds'] * 1000:.0f} ms; "
