@@ -8,7 +8,11 @@
 -- marks itself idle again: it does so at once, and again whenever one of the transactions that were in progress just
 -- after it said idle ends (such a writer is one of them: it has written, so it has a transaction id).
 
-CREATE OR REPLACE FUNCTION liverelay_wake() RETURNS void
+-- `queued`: the outbox rows this statement queued. A notification names them when they are few (a row written alone:
+-- the common case), so that the woken worker claims them by primary key (liverelay_claim_ids) rather than by scanning
+-- the queue; rows of later statements of the transaction, and of large statements, are found by the worker's next
+-- general claim, which follows every batch.
+CREATE OR REPLACE FUNCTION liverelay_wake(queued bigint[]) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
     -- A transaction that has woken a relay is done: its NOTIFY goes out at its commit. (The flag is
@@ -23,9 +27,15 @@ BEGIN
                           WHERE idle AND updated_at > now() - interval '2 minutes' FOR UPDATE SKIP LOCKED);
     IF FOUND THEN
         PERFORM set_config('liverelay.woken', 'yes', true);
-        PERFORM pg_notify('liverelay_wake', '');
+        PERFORM pg_notify('liverelay_wake', CASE WHEN cardinality(queued) BETWEEN 1 AND 32
+                                                 THEN array_to_string(queued, ',') ELSE '' END);
     END IF;
 END $$;
+
+CREATE OR REPLACE FUNCTION liverelay_wake() RETURNS void
+LANGUAGE sql AS $$
+    SELECT liverelay_wake(NULL::bigint[])
+$$;
 
 -- The HTTP request a write belongs to (set by the relay's routes with set_config), so it can report the outcomes.
 CREATE OR REPLACE FUNCTION liverelay_request_id() RETURNS uuid
@@ -80,6 +90,8 @@ END $$;
 -- (at most ~300 bytes of aps keys and dates come on top), and an oversized one aborts the statement.
 CREATE OR REPLACE FUNCTION liverelay_activity_updated() RETURNS trigger
 LANGUAGE plpgsql AS $$
+DECLARE
+    queued bigint[];
 BEGIN
     WITH events AS (
         SELECT n.id, n.secret_hash, n.session_id, n.device_uuid, n.status, n.content_state,
@@ -102,16 +114,20 @@ BEGIN
         INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id, request_id, payload)
         SELECT 'activity', id, event, secret_hash, session_id, liverelay_request_id(), liverelay_request_extras()
         FROM events ORDER BY id
+        RETURNING id
+    ), logged AS (
+        INSERT INTO broadcast_log (channels, event, data)
+        SELECT CASE WHEN device_uuid IS NULL THEN ARRAY['session:' || session_id]
+                    ELSE ARRAY['session:' || session_id, 'device:' || device_uuid] END,
+               'activity-' || event,
+               jsonb_build_object('session_id', session_id, 'device_uuid', device_uuid, 'status', status,
+                                  'content_state', content_state)
+        FROM events ORDER BY id
     )
-    INSERT INTO broadcast_log (channels, event, data)
-    SELECT CASE WHEN device_uuid IS NULL THEN ARRAY['session:' || session_id]
-                ELSE ARRAY['session:' || session_id, 'device:' || device_uuid] END,
-           'activity-' || event,
-           jsonb_build_object('session_id', session_id, 'device_uuid', device_uuid, 'status', status,
-                              'content_state', content_state)
-    FROM events ORDER BY id;
-    IF FOUND THEN
-        PERFORM liverelay_wake();
+    -- (Every event queues one outbox row and one stream event: rows queued means something to wake for.)
+    SELECT array_agg(id) INTO queued FROM queued;
+    IF queued IS NOT NULL THEN
+        PERFORM liverelay_wake(queued);
     END IF;
     RETURN NULL;
 END $$;
@@ -126,6 +142,7 @@ CREATE OR REPLACE FUNCTION liverelay_message_written() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     oversized record;
+    queued bigint[];
 BEGIN
     SELECT a.session_id, a.platform, liverelay_json_compact_length(p.payload) AS size INTO oversized
     FROM new_rows m
@@ -144,18 +161,22 @@ BEGIN
             USING ERRCODE = 'check_violation', HINT = 'Shorten the message; nothing was changed.';
     END IF;
 
-    INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id, request_id)
-    SELECT 'activity', a.id, 'update', a.secret_hash, a.session_id, liverelay_request_id()
-    FROM new_rows m
-    JOIN activity_registration a ON a.device_uuid = m.device_uuid AND a.status = 'active'
-    ORDER BY a.id;
+    WITH queued AS (
+        INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id, request_id)
+        SELECT 'activity', a.id, 'update', a.secret_hash, a.session_id, liverelay_request_id()
+        FROM new_rows m
+        JOIN activity_registration a ON a.device_uuid = m.device_uuid AND a.status = 'active'
+        ORDER BY a.id
+        RETURNING id
+    )
+    SELECT array_agg(id) INTO queued FROM queued;
 
     INSERT INTO broadcast_log (channels, event, data)
     SELECT ARRAY['device:' || m.device_uuid], 'live-activity-message',
            jsonb_build_object('device_uuid', m.device_uuid, 'message', m.message)
     FROM new_rows m ORDER BY m.device_uuid;
     IF FOUND THEN
-        PERFORM liverelay_wake();
+        PERFORM liverelay_wake(queued);
     END IF;
     RETURN NULL;
 END $$;

@@ -147,8 +147,15 @@ public final class DeliveryWorker: Service, Sendable {
         -> (claimed: Int, processed: Int, queuedWebhooks: Int) {
         let clock = ContinuousClock()
         let started = clock.now
-        let claim = try await store.claim(limit: configuration.batchSize, on: connection)
+        // The rows a writer's wake-up named, by primary key (cheap, whatever the queue holds); when it names none,
+        // or another worker took them, the general claim. Either way the worker claims again after this batch.
+        let (named, notifiedAt) = listener.takeNotifiedRows(limit: configuration.batchSize)
+        var claim = named.isEmpty ? OutboxStore.Claim() : try await store.claim(ids: named, on: connection)
+        if claim.rows.isEmpty {
+            claim = try await store.claim(limit: configuration.batchSize, on: connection)
+        }
         let rows = claim.rows
+        let claimed = clock.now
         guard !rows.isEmpty else { return (0, 0, 0) }
         // Busy from the claim on, so that the relay does not say idle while this batch sends.
         listener.reportBusy(gateID)
@@ -170,7 +177,9 @@ public final class DeliveryWorker: Service, Sendable {
         }
         let queuedWebhooks = try await store.record(outcome, on: connection)
         logger.debug("batch", metadata: [
-            "rows": "\(rows.count)", "pushes": "\(plan.pushes.count)", "read_ms": "\((planned - started).milliseconds)",
+            "rows": "\(rows.count)", "pushes": "\(plan.pushes.count)",
+            "woken_ms": "\(notifiedAt.map { (started - $0).milliseconds } ?? -1)",
+            "claim_ms": "\((claimed - started).milliseconds)", "read_ms": "\((planned - started).milliseconds)",
             "send_ms": "\((sent - planned).milliseconds)", "record_ms": "\((clock.now - sent).milliseconds)",
         ])
         if let metrics {

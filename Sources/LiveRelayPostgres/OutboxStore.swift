@@ -19,6 +19,8 @@ public struct OutboxStore: Sendable {
         public var lockedActivities: Set<UUID> = []
         /// The current state of each locked activity (absent when the activity was deleted).
         public var snapshots: [UUID: ActivitySnapshot] = [:]
+
+        public init() {}
     }
 
     /// In one statement (one round trip, `liverelay_claim_batch` in sql/040_delivery.sql): locks up to `limit` due
@@ -30,9 +32,20 @@ public struct OutboxStore: Sendable {
     /// a cached generic plan made while the outbox was empty scanned and sorted the whole backlog and joined the
     /// batch with itself row by row, 100 ms per batch of 500 once 100,000 rows were queued.
     public func claim(limit: Int, on connection: PostgresConnection) async throws -> Claim {
-        // A prepared statement: planned once per connection, not once per batch.
-        let stream = try await connection.execute(ClaimStatement(limit: Int64(limit)), logger: logger)
-        var claim = Claim(now: Int64(Date().timeIntervalSince1970))
+        // A prepared statement: parsed once per connection, not once per batch.
+        try await decode(try await connection.execute(ClaimStatement(limit: Int64(limit)), logger: logger))
+    }
+
+    /// The same as `claim(limit:on:)` for the given rows only, found by primary key (`liverelay_claim_ids`): the rows
+    /// a writer's wake-up named. Rows another worker holds or that are not due are left out.
+    public func claim(ids: [Int64], on connection: PostgresConnection) async throws -> Claim {
+        try await decode(try await connection.execute(ClaimByIDsStatement(ids: ids), logger: logger))
+    }
+
+    private func decode(_ stream: AsyncThrowingMapSequence<PostgresRowSequence, ClaimStatement.Row>) async throws
+        -> Claim {
+        var claim = Claim()
+        claim.now = Int64(Date().timeIntervalSince1970)
         for try await (id, kind, rowPlatform, activityID, eventType, secretHash, sessionID, deviceToken, bundleID, env,
                        payload, priority, apnsID, requestID, enqueuedAt, attempts, dbNow, locked,
                        snapshotID, token, snapshotBundle, snapshotEnv, status, contentState, stale, dismissal,
@@ -126,6 +139,24 @@ struct ClaimStatement: PostgresPreparedStatement {
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings()
         bindings.append(limit)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        try row.decode(Row.self)
+    }
+}
+
+/// The claim of given rows (see `OutboxStore.claim(ids:on:)`); its rows are the general claim's.
+struct ClaimByIDsStatement: PostgresPreparedStatement {
+    typealias Row = ClaimStatement.Row
+    static let name = "liverelay_claim_ids_v1"
+    static let sql = "SELECT * FROM liverelay_claim_ids($1::int8[])"
+    var ids: [Int64]
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings()
+        bindings.append(ids)
         return bindings
     }
 

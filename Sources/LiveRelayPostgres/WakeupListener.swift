@@ -31,6 +31,9 @@ public final class WakeupListener: Service, Sendable {
         var publishedIdle = false
         /// Busy or idle changed since the row was last written.
         var gateStale = false
+        /// Outbox rows that writers' notifications named, not yet taken by a worker, and when the first came.
+        var notifiedRows: [Int64] = []
+        var notifiedAt: ContinuousClock.Instant?
     }
 
     public init(connector: DatabaseConnector, logger: Logger) {
@@ -87,9 +90,13 @@ public final class WakeupListener: Service, Sendable {
     /// - Parameter notified: a writer's notification: the writer marked this relay's row busy, and the worker rung
     ///   counts as busy until it reports idle (it claims the writer's rows; until then another consumer that finds
     ///   nothing must not publish the relay idle in the middle of that batch).
-    func ringForWakeUp(notified: Bool = false) {
+    func ringForWakeUp(notified: Bool = false, rows: [Int64] = []) {
         let doorbells = state.withLock { state -> [Doorbell] in
             if notified { state.publishedIdle = false }
+            if !rows.isEmpty, state.notifiedRows.isEmpty { state.notifiedAt = .now }
+            state.notifiedRows += rows
+            // Only a hint (the general claim finds every row): never let it grow while no worker takes it.
+            if state.notifiedRows.count > 1_000 { state.notifiedRows.removeFirst(state.notifiedRows.count - 1_000) }
             var ring = state.doorbells.indices.filter { !state.sharing.contains($0) }
             if let worker = state.sharing.sorted().first(where: { !state.busy.contains($0) }) {
                 ring.append(worker)
@@ -98,6 +105,23 @@ public final class WakeupListener: Service, Sendable {
             return ring.map { state.doorbells[$0] }
         }
         for doorbell in doorbells { doorbell.ring() }
+    }
+
+    /// The outbox rows named by notifications since the last call (at most `limit`; the rest stay for the next).
+    /// A worker claims them by primary key; any it does not get are found by its general claim.
+    /// `since`: when the first of them was notified (for the batch's log line).
+    public func takeNotifiedRows(limit: Int) -> (rows: [Int64], since: ContinuousClock.Instant?) {
+        state.withLock { state in
+            let taken = Array(state.notifiedRows.prefix(limit))
+            state.notifiedRows.removeFirst(taken.count)
+            defer { if state.notifiedRows.isEmpty { state.notifiedAt = nil } }
+            return (taken, state.notifiedAt)
+        }
+    }
+
+    /// The row ids of a wake-up's payload ("12,13"; empty for a wake-up that names none).
+    static func rowIDs(in payload: String) -> [Int64] {
+        payload.isEmpty ? [] : payload.split(separator: ",").compactMap { Int64($0) }
     }
 
     /// A consumer found work: writers need not wake us while it drains.
@@ -162,7 +186,7 @@ public final class WakeupListener: Service, Sendable {
                         }
                         // The writer that notified marked our row busy: it is published idle again when the
                         // consumers have drained (reportIdle).
-                        self.ringForWakeUp(notified: true)
+                        self.ringForWakeUp(notified: true, rows: Self.rowIDs(in: notification.payload))
                     }
                     throw ListenerClosed()
                 }
