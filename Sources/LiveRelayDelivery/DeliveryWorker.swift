@@ -156,6 +156,7 @@ public final class DeliveryWorker: Service, Sendable {
         }
         let rows = claim.rows
         let claimed = clock.now
+        let claimedAt = Date().timeIntervalSince1970
         guard !rows.isEmpty else { return (0, 0, 0) }
         // Busy from the claim on, so that the relay does not say idle while this batch sends.
         listener.reportBusy(gateID)
@@ -179,6 +180,7 @@ public final class DeliveryWorker: Service, Sendable {
         logger.debug("batch", metadata: [
             "rows": "\(rows.count)", "pushes": "\(plan.pushes.count)",
             "woken_ms": "\(notifiedAt.map { (started - $0).milliseconds } ?? -1)",
+            "waited_ms": "\(((claimedAt - (rows.map(\.enqueuedAt).min() ?? claimedAt)) * 1000))",
             "claim_ms": "\((claimed - started).milliseconds)", "read_ms": "\((planned - started).milliseconds)",
             "send_ms": "\((sent - planned).milliseconds)", "record_ms": "\((clock.now - sent).milliseconds)",
         ])

@@ -26,18 +26,15 @@ public struct OutboxStore: Sendable {
     /// In one statement (one round trip, `liverelay_claim_batch` in sql/040_delivery.sql): locks up to `limit` due
     /// rows no other worker holds, takes the per-activity advisory lock of each of their activities it can (one sender
     /// per activity across all relays), and reads those activities' state with the device's message and what was last
-    /// sent (in a snapshot taken after the locks).
-    ///
-    /// The worker session plans it afresh on every call (`plan_cache_mode = force_custom_plan`, see DeliveryWorker):
-    /// a cached generic plan made while the outbox was empty scanned and sorted the whole backlog and joined the
-    /// batch with itself row by row, 100 ms per batch of 500 once 100,000 rows were queued.
+    /// sent (in a snapshot taken after the locks). Its plans are made once per session and cannot go stale (see the
+    /// function's comment).
     public func claim(limit: Int, on connection: PostgresConnection) async throws -> Claim {
         // A prepared statement: parsed once per connection, not once per batch.
         try await decode(try await connection.execute(ClaimStatement(limit: Int64(limit)), logger: logger))
     }
 
-    /// The same as `claim(limit:on:)` for the given rows only, found by primary key (`liverelay_claim_ids`): the rows
-    /// a writer's wake-up named. Rows another worker holds or that are not due are left out.
+    /// The same as `claim(limit:on:)` for the given rows only, found by primary key: the rows a writer's wake-up
+    /// named. Rows another worker holds or that are not due are left out.
     public func claim(ids: [Int64], on connection: PostgresConnection) async throws -> Claim {
         try await decode(try await connection.execute(ClaimByIDsStatement(ids: ids), logger: logger))
     }
@@ -132,8 +129,8 @@ struct ClaimStatement: PostgresPreparedStatement {
                      Int32?, UUID, UUID?, Double, Int32, Int64, Bool,
                      UUID?, String?, String?, String?, String?, String?, Int64?, Int64?, Double?, Int32?, Bool, String?,
                      Int64?, String?, String?, Bool, Int32)
-    static let name = "liverelay_claim_v5"
-    static let sql = "SELECT * FROM liverelay_claim_batch($1::int4)"
+    static let name = "liverelay_claim_v6"
+    static let sql = "SELECT * FROM liverelay_claim_batch($1::int4, NULL)"
     var limit: Int64
 
     func makeBindings() throws -> PostgresBindings {
@@ -151,11 +148,12 @@ struct ClaimStatement: PostgresPreparedStatement {
 struct ClaimByIDsStatement: PostgresPreparedStatement {
     typealias Row = ClaimStatement.Row
     static let name = "liverelay_claim_ids_v1"
-    static let sql = "SELECT * FROM liverelay_claim_ids($1::int8[])"
+    static let sql = "SELECT * FROM liverelay_claim_batch($1::int4, $2::int8[])"
     var ids: [Int64]
 
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings()
+        bindings.append(Int32(ids.count))
         bindings.append(ids)
         return bindings
     }

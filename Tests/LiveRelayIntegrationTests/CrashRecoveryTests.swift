@@ -131,15 +131,17 @@ struct CrashRecoveryTests {
                 async let late: [String] = h.rows("""
                     SELECT f.content_state || ' ' || p.content_state::text
                     FROM (SELECT pg_advisory_xact_lock(4242)) waited
-                    CROSS JOIN liverelay_locked_activity_states(ARRAY[\(id)]::uuid[]) f
+                    CROSS JOIN liverelay_claim_batch(10) f
                     CROSS JOIN (SELECT content_state FROM activity_registration WHERE id = \(id)) p
+                    WHERE f.locked
                     """, as: String.self)
                 // The statement above has its snapshot and is waiting for the lock.
                 try await h.waitUntil("SELECT count(*) = 1 FROM pg_stat_activity WHERE wait_event = 'advisory'")
                 try await holder.query(#"UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 's-late-lock'"#,
                                        logger: h.logger)
                 try await holder.query("COMMIT", logger: h.logger)
-                // The function sees n = 2; the statement's own snapshot (the plain subquery) still sees n = 1.
+                // The claim (its row, and the state beside it) sees n = 2, written while the statement waited; the
+                // statement's own snapshot (the plain subquery) still sees n = 1.
                 #expect(try await late == [#"{"n": 2} {"n": 1}"#])
             }
         }

@@ -34,6 +34,34 @@ struct OutboxSQLTests {
         }
     }
 
+    @Test("a worker's transaction begun before a write still claims it, by primary key and by the general claim")
+    func claimInOlderTransaction() async throws {
+        try await Harness.with { h in
+            try await h.registerActivity(session: "early")
+            let connector = try DatabaseConnector(url: h.databaseURL)
+            try await connector.withConnection(logger: h.logger) { worker in
+                // The worker begins its next batch's transaction ahead of time, as DeliveryWorker does: its now() is
+                // older than the row the write below queues (whose next_attempt_at is the writer's now()).
+                try await worker.query("BEGIN", logger: h.logger)
+                try await worker.query("SELECT now()", logger: h.logger)
+                try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 1}'")
+                let queued = try await h.rows("SELECT id FROM delivery_outbox", as: Int64.self)
+                var byID: [Int64] = []
+                for try await id in try await worker.query(
+                    "SELECT id FROM liverelay_claim_batch(10, \(queued))", logger: h.logger).decode(Int64.self) {
+                    byID.append(id)
+                }
+                #expect(byID == queued, "the row is due for a claim made after it was written")
+                try await worker.query("ROLLBACK", logger: h.logger)
+                try await worker.query("BEGIN", logger: h.logger)
+                try await worker.query("SELECT now()", logger: h.logger)
+                try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 2}'")
+                #expect(try await Self.claim(10, on: worker, h).count == 2)
+                try await worker.query("ROLLBACK", logger: h.logger)
+            }
+        }
+    }
+
     static func claim(_ batch: Int32, on connection: PostgresConnection, _ h: Harness) async throws
         -> [(id: Int64, locked: Bool, status: String?)] {
         var rows: [(id: Int64, locked: Bool, status: String?)] = []
