@@ -181,41 +181,55 @@ END $$;
 -- `busy_endpoints`/`busy_activities` are the chains the session is still sending: a session-level lock is
 -- re-entrant, so the caller names them to keep their rows out of the claim. A chain locked here whose every row turns
 -- out held back is unlocked before the statement ends (liverelay_webhook_chains_until).
+-- Kept plans that cannot go stale, as the delivery claim's (sql/040_delivery.sql): every statement goes through an
+-- index, and is planned once per session.
 DROP FUNCTION IF EXISTS liverelay_claim_webhooks(integer);
-CREATE OR REPLACE FUNCTION liverelay_claim_webhooks(batch integer, busy_endpoints uuid[], busy_activities uuid[])
+DROP FUNCTION IF EXISTS liverelay_claim_webhooks(integer, uuid[], uuid[]);
+CREATE FUNCTION liverelay_claim_webhooks(batch integer, busy_endpoints uuid[], busy_activities uuid[])
 RETURNS TABLE (id bigint, endpoint_id uuid, url text, secret text, event_id uuid, event_type text, activity_id uuid,
                body text, enqueued_at double precision, attempts integer)
-LANGUAGE sql VOLATILE AS $$
-    WITH busy AS MATERIALIZED (
-        SELECT e, a FROM unnest(busy_endpoints, busy_activities) AS b(e, a)
-    ), claimed AS MATERIALIZED (
-        SELECT o.id, o.endpoint_id, o.event_id, o.event_type, o.activity_id, o.body, o.enqueued_at, o.attempts
-        FROM webhook_outbox o
-        WHERE o.next_attempt_at <= now()
-          AND NOT EXISTS (SELECT 1 FROM webhook_outbox e
-                          WHERE e.endpoint_id = o.endpoint_id AND e.activity_id = o.activity_id AND e.id < o.id
-                            AND e.next_attempt_at > now())
-          AND EXISTS (SELECT 1 FROM webhook_endpoint w WHERE w.id = o.endpoint_id AND w.enabled)
-          AND NOT EXISTS (SELECT 1 FROM busy b WHERE b.e = o.endpoint_id AND b.a = o.activity_id)
-        ORDER BY o.next_attempt_at, o.id
-        LIMIT batch
-        FOR UPDATE OF o SKIP LOCKED
-    ), locked AS MATERIALIZED (
-        SELECT c.endpoint_id, c.activity_id, c.first_id
-        FROM (SELECT endpoint_id, activity_id, min(id) AS first_id FROM claimed GROUP BY 1, 2) c
-        WHERE pg_try_advisory_lock(hashtextextended(c.endpoint_id::text || c.activity_id::text, 7032))
-    ), open AS MATERIALIZED (
-        SELECT * FROM liverelay_webhook_chains_until(ARRAY(SELECT endpoint_id FROM locked ORDER BY first_id),
-                                                     ARRAY(SELECT activity_id FROM locked ORDER BY first_id),
-                                                     ARRAY(SELECT id FROM claimed))
-    )
-    SELECT c.id, c.endpoint_id, w.url, w.secret, c.event_id, c.event_type, c.activity_id, c.body,
-           extract(epoch FROM c.enqueued_at)::float8, c.attempts
-    FROM claimed c
-    JOIN open k ON k.endpoint_id = c.endpoint_id AND k.activity_id = c.activity_id AND c.id < k.until_id
-    JOIN webhook_endpoint w ON w.id = c.endpoint_id
-    ORDER BY c.id;
-$$;
+LANGUAGE plpgsql VOLATILE
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    claimed bigint[];
+    chain_endpoints uuid[];
+    chain_activities uuid[];
+BEGIN
+    SELECT array_agg(c.id) INTO claimed
+    FROM (SELECT o.id FROM webhook_outbox o
+          WHERE o.next_attempt_at <= now()
+            AND NOT EXISTS (SELECT 1 FROM webhook_outbox e
+                            WHERE e.endpoint_id = o.endpoint_id AND e.activity_id = o.activity_id AND e.id < o.id
+                              AND e.next_attempt_at > now())
+            AND EXISTS (SELECT 1 FROM webhook_endpoint w WHERE w.id = o.endpoint_id AND w.enabled)
+            AND (o.endpoint_id, o.activity_id) NOT IN (SELECT b.e, b.a
+                                                       FROM unnest(busy_endpoints, busy_activities) AS b(e, a))
+          ORDER BY o.next_attempt_at, o.id
+          LIMIT batch
+          FOR UPDATE OF o SKIP LOCKED) c;
+    IF claimed IS NULL THEN
+        RETURN;
+    END IF;
+    -- (pg_try_advisory_lock is volatile: the planner evaluates it once per chain, never pushed below the grouping.)
+    SELECT array_agg(c.endpoint_id ORDER BY c.first_id), array_agg(c.activity_id ORDER BY c.first_id)
+    INTO chain_endpoints, chain_activities
+    FROM (SELECT o.endpoint_id, o.activity_id, min(o.id) AS first_id FROM webhook_outbox o
+          WHERE o.id = ANY (claimed) GROUP BY 1, 2) c
+    WHERE pg_try_advisory_lock(hashtextextended(c.endpoint_id::text || c.activity_id::text, 7032));
+    IF chain_endpoints IS NULL THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT o.id, o.endpoint_id, w.url, w.secret, o.event_id, o.event_type, o.activity_id, o.body,
+           extract(epoch FROM o.enqueued_at)::float8, o.attempts
+    FROM liverelay_webhook_chains_until(chain_endpoints, chain_activities, claimed) k
+    JOIN webhook_outbox o ON o.endpoint_id = k.endpoint_id AND o.activity_id = k.activity_id AND o.id < k.until_id
+                             AND o.id = ANY (claimed)
+    JOIN webhook_endpoint w ON w.id = o.endpoint_id
+    ORDER BY o.id;
+END $$;
 
 -- Ends the lease of chains whose outcomes are recorded (see liverelay_claim_webhooks): called after the record's
 -- transaction committed, so that whoever locks a chain next sees what was sent.
@@ -242,14 +256,22 @@ $$;
 
 -- Seconds until the earliest row of an enabled endpoint is due (at most 0 when one is due already, held by another
 -- worker or behind its chain's head; NULL when there is none): how long an idle webhook worker may sleep.
-CREATE OR REPLACE FUNCTION liverelay_next_webhook_due() RETURNS double precision
-LANGUAGE sql STABLE AS $$
-    SELECT extract(epoch FROM min(o.next_attempt_at) - now())::float8
-    FROM webhook_outbox o JOIN webhook_endpoint w ON w.id = o.endpoint_id AND w.enabled
-$$;
+-- The earliest row is found by walking webhook_outbox_due in order, not by aggregating the whole queue.
+DROP FUNCTION IF EXISTS liverelay_next_webhook_due();
+CREATE FUNCTION liverelay_next_webhook_due() RETURNS double precision
+LANGUAGE plpgsql STABLE
+SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off
+AS $$
+BEGIN
+    RETURN (SELECT extract(epoch FROM o.next_attempt_at - now())::float8
+            FROM webhook_outbox o
+            WHERE EXISTS (SELECT 1 FROM webhook_endpoint w WHERE w.id = o.endpoint_id AND w.enabled)
+            ORDER BY o.next_attempt_at
+            LIMIT 1);
+END $$;
 
 -- Webhook outcomes in one statement: log rows, delivered and given-up rows removed, retries rescheduled.
--- (PL/pgSQL for its kept plan; the claim above stays SQL, planned afresh for a queue that swings from 0 to 10,000s.)
+-- (PL/pgSQL for its kept plans.)
 CREATE OR REPLACE FUNCTION liverelay_record_webhooks(
     log_outbox_id bigint[], log_status text[], log_error text[], log_http_status integer[],
     log_latency_ms double precision[], finished_ids bigint[], retry_ids bigint[], retry_delays_ms bigint[],
