@@ -43,7 +43,8 @@ public final class WakeupListener: Service, Sendable {
 
     /// Registers a consumer; returns its id and the doorbell to wait on.
     /// - Parameter sharesWork: true for consumers of one shared queue (delivery workers), of which a wake-up rings
-    ///   one; the others (the stream hub) are rung on every wake-up.
+    ///   one; the others (the stream hub) are rung on every wake-up. Only consumers that report busy and idle count
+    ///   for the gate: the delivery workers.
     public func register(sharesWork: Bool = false) -> (id: Int, doorbell: Doorbell) {
         let doorbell = Doorbell()
         let id = state.withLock { state in

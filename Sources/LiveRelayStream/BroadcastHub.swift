@@ -45,10 +45,11 @@ public final class BroadcastHub: Service, Sendable {
     private let listener: WakeupListener
     private let logger: Logger
     private let state = Mutex(State())
-    private let gateID: Int
     private let doorbell: Doorbell
     let retention: Duration
     let bufferSize: Int
+    /// The most events one read of the log takes.
+    static let readLimit = 2000
 
     public init(connector: DatabaseConnector, listener: WakeupListener, logger: Logger,
                 retention: Duration = .seconds(24 * 3600), bufferSize: Int = 1024) {
@@ -57,7 +58,9 @@ public final class BroadcastHub: Service, Sendable {
         self.logger = logger
         self.retention = retention
         self.bufferSize = bufferSize
-        (gateID, doorbell) = listener.register()
+        // Rung on every wake-up, but not part of the wake-up gate: it reads what the workers' batches and the gate's
+        // re-scans ring it for, and never keeps writers from waking the workers.
+        doorbell = listener.register().doorbell
     }
 
     /// Subscribes to channels; returns the stream and the last sequence the hub had delivered when it subscribed
@@ -106,8 +109,7 @@ public final class BroadcastHub: Service, Sendable {
         await withGracefulShutdownHandler {
             await connector.runReconnecting(
                 role: "broadcast hub", logger: logger,
-                shouldStop: { Task.isCancelled || Task.isShuttingDownGracefully },
-                onFailure: { listener.reportIdle(gateID) }
+                shouldStop: { Task.isCancelled || Task.isShuttingDownGracefully }
             ) { connection in
                 try await follow(on: connection, lastHeartbeat: &lastHeartbeat, lastPrune: &lastPrune)
             }
@@ -149,18 +151,15 @@ public final class BroadcastHub: Service, Sendable {
                 lastPrune = .now
             }
             if result.heldBack {
-                // Not busy for the wake-up gate: it looks again by itself, and the relay must not stop writers from
-                // waking its delivery workers for as long as a gap lasts.
-                listener.reportIdle(gateID)
                 await doorbell.wait(timeout: gapWait)
                 gapWait = min(gapWait * 2, .milliseconds(200))
                 continue
             }
             gapWait = .milliseconds(5)
-            if result.delivered > 0 {
-                listener.reportBusy(gateID)
-            } else {
-                listener.reportIdle(gateID)
+            // A full read: more is waiting. Otherwise everything committed when it read was delivered, and whatever
+            // commits later rings the bell (a writer's wake-up, a delivery batch, the gate's re-scan), which keeps
+            // a ring that comes while it reads.
+            if result.delivered < Self.readLimit {
                 await doorbell.wait(timeout: .seconds(1))
             }
         }
@@ -183,7 +182,7 @@ public final class BroadcastHub: Service, Sendable {
         for try await (snapshotXmin, snapshotXmax, seq, channels, event, data) in try await connection.query("""
             SELECT pg_snapshot_xmin(s.snap)::text::int8, pg_snapshot_xmax(s.snap)::text::int8, b.seq, b.channels, b.event, b.data::text
             FROM (SELECT pg_current_snapshot() AS snap) s
-            LEFT JOIN LATERAL (SELECT seq, channels, event, data FROM broadcast_log WHERE seq > \(cursor) ORDER BY seq LIMIT 2000) b ON true
+            LEFT JOIN LATERAL (SELECT seq, channels, event, data FROM broadcast_log WHERE seq > \(cursor) ORDER BY seq LIMIT \(Int64(Self.readLimit))) b ON true
             """, logger: logger).decode((Int64, Int64, Int64?, [String]?, String?, String?).self) {
             xmin = snapshotXmin
             xmax = snapshotXmax
