@@ -97,6 +97,9 @@ class Stack:
         # and checkpoint interval. BENCH_POSTGRES=tuned adds shared_buffers = 256MB (the setting of earlier runs).
         settings = "max_wal_size = 4GB\ncheckpoint_timeout = 30min\n" + (
             "shared_buffers = 256MB\n" if os.environ.get("BENCH_POSTGRES") == "tuned" else "")
+        if os.environ.get("BENCH_PGSS"):
+            # A profile of the statements (nested ones included), printed at the end: BENCH_PGSS=1.
+            settings += "shared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track = all\n"
         with open(os.path.join(data, "postgresql.conf"), "a") as f:
             f.write("\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nmax_connections = 200\n"
                     + settings)
@@ -274,8 +277,10 @@ def bench_b1(stack, rate, seconds):
     sessions = register(stack, "b1-", rate * seconds)
     time.sleep(1)
     before = len(stack.log_lines())
+    cpu_before = (cpu_seconds(stack.relay.pid), cpu_seconds(stack.postmaster_pid(), True))
     commits, durations = timed_writes(stack.url, rate, seconds, sessions, BENCH_SECRET_HASH, "b1-")
     lines = stack.wait_for_log(before + len(commits), 30)[before:]
+    cpu = (cpu_seconds(stack.relay.pid) - cpu_before[0], cpu_seconds(stack.postmaster_pid(), True) - cpu_before[1])
     latencies = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
     stack.sql("ALTER TABLE activity_registration DISABLE TRIGGER USER")
     try:
@@ -284,7 +289,8 @@ def bench_b1(stack, rate, seconds):
     finally:
         stack.sql("ALTER TABLE activity_registration ENABLE TRIGGER USER")
     return {"writes": len(commits), "received": len(latencies), "latencies_ms": latencies, "write_ms": durations,
-            "write_ms_triggers_disabled": bare}
+            "write_ms_triggers_disabled": bare,
+            "cpu_microseconds_per_write": {"relay": cpu[0] * 1e6 / len(commits), "postgres": cpu[1] * 1e6 / len(commits)}}
 
 
 def seed_b2(stack, count):
@@ -475,6 +481,18 @@ def plots(results, directory):
     return made
 
 
+def print_statement_profile(stack):
+    """The statements that took PostgreSQL's time in this run, with their calls (BENCH_PGSS=1)."""
+    stack.sql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    rows = stack.sql("""
+        SELECT round(total_exec_time::numeric, 1), calls, round((total_exec_time / calls)::numeric, 4),
+               round(total_plan_time::numeric, 1), toplevel, regexp_replace(left(query, 90), '\\s+', ' ', 'g')
+        FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 60""")
+    print("statement profile: total ms, calls, ms per call, plan ms, top level, query")
+    for row in rows:
+        print("  ", *row)
+
+
 def run_peer(stack, args, only):
     peer = Peer(stack, as_postgres)
     counts = [int(n) for n in args.peer_processes.split(",")]
@@ -484,7 +502,7 @@ def run_peer(stack, args, only):
             runs = []
             for processes in counts:
                 peer.start(processes)
-                run = peer_b1(stack, peer, args.b1_rate, args.b1_seconds, BENCH_SECRET_HASH)
+                run = peer_b1(stack, peer, args.b1_rate, args.b1_seconds, BENCH_SECRET_HASH, cpu_seconds)
                 peer.stop()
                 run["processes"] = processes
                 runs.append(run)
@@ -515,7 +533,8 @@ def peer_summary(results, summary, slim):
         summary["B1 peer"] = (
             f"{theirs['received']}/{theirs['writes']} received ({theirs['processes']} process(es)); commit → request "
             + ", ".join(f"p{p} {pct(plat, p):.3f} ms" for p in ps) + f", max {max(plat):.3f} ms; LiveRelay / peer: "
-            + ", ".join(f"p{p} {pct(lat, p) / pct(plat, p):.2f}×" for p in ps))
+            + ", ".join(f"p{p} {pct(lat, p) / pct(plat, p):.2f}×" for p in ps) + "; peer CPU per write: "
+            + ", ".join(f"{k} {v:.0f} µs" for k, v in theirs["cpu_microseconds_per_write"].items()))
         w, wp, wb = ours["write_ms"], theirs["write_ms"], ours["write_ms_triggers_disabled"]
         summary["B1 write"] = (
             f"UPDATE + COMMIT p50 / p99: LiveRelay {pct(w, 50):.3f} / {pct(w, 99):.3f} ms, peer {pct(wp, 50):.3f} / "
@@ -580,7 +599,14 @@ def main():
         if "B2" in only:
             warm_up(stack)
         if "B1" in only or "B5" in only:
+            if os.environ.get("BENCH_PERF") == "B1":
+                perf = subprocess.Popen(["perf", "record", "-F", "999", "-g", "-p", str(stack.relay.pid), "-o",
+                                         os.path.join(args.out, "b1-perf.data")],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             results["B1"] = bench_b1(stack, args.b1_rate, args.b1_seconds)
+            if os.environ.get("BENCH_PERF") == "B1":
+                perf.send_signal(signal.SIGINT)
+                perf.wait()
         if "B2" in only:
             if os.environ.get("BENCH_PERF"):
                 perf = subprocess.Popen(["perf", "record", "-F", "499", "-g", "-p", str(stack.relay.pid), "-o",
@@ -605,6 +631,8 @@ def main():
             stack.stop_relay()
             results["peer"] = run_peer(stack, args, only)
     finally:
+        if os.environ.get("BENCH_PGSS") and hasattr(stack, "data"):
+            print_statement_profile(stack)
         stack.stop_relay()
         if hooks:
             hooks.stop()
@@ -619,7 +647,8 @@ def main():
         lat = results["B1"]["latencies_ms"]
         summary["B1"] = (f"{results['B1']['received']}/{results['B1']['writes']} received; commit → request p50 {pct(lat, 50):.3f} ms, "
                          f"p90 {pct(lat, 90):.3f} ms, p99 {pct(lat, 99):.3f} ms, max {max(lat) if lat else float('nan'):.3f} ms "
-                         f"(p50 = {pct(lat, 50) / ceiling_latency_ms:.0f}× the ceiling's time per request)")
+                         f"(p50 = {pct(lat, 50) / ceiling_latency_ms:.0f}× the ceiling's time per request); CPU per write: "
+                         + ", ".join(f"{k} {v:.0f} µs" for k, v in results["B1"]["cpu_microseconds_per_write"].items()))
         slim["B1"]["latencies_ms"] = {p: pct(lat, p) for p in (50, 90, 99, 99.9)}
         for key in ("write_ms", "write_ms_triggers_disabled"):
             slim["B1"][key] = {p: pct(results["B1"][key], p) for p in (50, 90, 99)}

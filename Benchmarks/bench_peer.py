@@ -79,15 +79,18 @@ def timed_writes(url, rate, seconds, sessions, secret_hash, prefix):
     return commits, durations
 
 
-def peer_b1(stack, peer, rate, seconds, secret_hash):
+def peer_b1(stack, peer, rate, seconds, secret_hash, cpu_seconds):
     sessions = peer.register("p1-", rate * seconds, secret_hash)
     time.sleep(1)
     before = len(stack.log_lines())
+    cpu_before = (peer.cpu_seconds(cpu_seconds), cpu_seconds(stack.postmaster_pid(), True))
     commits, durations = timed_writes(peer.url, rate, seconds, sessions, secret_hash, "p1-")
     lines = stack.wait_for_log(before + len(commits), 30)[before:]
+    cpu = (peer.cpu_seconds(cpu_seconds) - cpu_before[0], cpu_seconds(stack.postmaster_pid(), True) - cpu_before[1])
     latencies = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
     return {"writes": len(commits), "received": len(latencies), "latencies_ms": latencies,
-            "write_ms": durations}
+            "write_ms": durations,
+            "cpu_microseconds_per_write": {"relay": cpu[0] * 1e6 / len(commits), "postgres": cpu[1] * 1e6 / len(commits)}}
 
 
 def peer_b2_round(stack, peer, k, count, cpu_seconds):
