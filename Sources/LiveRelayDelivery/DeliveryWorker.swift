@@ -84,11 +84,12 @@ public final class DeliveryWorker: Service, Sendable {
         // out of the writers' way.
         let configuring = "configuring the worker session"
         _ = try await ConnectionScope.run(on: connection, deadline: .seconds(5), what: configuring) {
-            // One round trip for the three settings. plan_cache_mode: plan every statement for the queue as it is
-            // now (the outbox swings between empty and 100,000 rows, and a generic plan cached while it was empty
-            // made each claim scan and sort the whole backlog). idle_in_transaction_session_timeout: between batches
-            // the session sits in a transaction that has only begun (see runBatch), holding no lock, no snapshot and
-            // no transaction id, so a timeout meant for forgotten transactions must not end it.
+            // One round trip for the three settings. plan_cache_mode: the statements without plan settings of their
+            // own (the claim and the record have theirs, sql/040_delivery.sql) are planned for the tables as they are
+            // now (the outbox swings between empty and 100,000 rows; a generic plan cached while it was empty would
+            // scan the backlog). idle_in_transaction_session_timeout: between batches the session sits in a
+            // transaction that has only begun (see runBatch), holding no lock, no snapshot and no transaction id, so
+            // a timeout meant for forgotten transactions must not end it.
             try await connection.query("""
                 SELECT set_config('synchronous_commit', 'off', false),
                        set_config('plan_cache_mode', 'force_custom_plan', false),
