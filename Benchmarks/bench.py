@@ -621,6 +621,8 @@ def main():
         if "B5" in only:
             results["B5"] = bench_b5(stack, 16, args.b5_seconds, args.b1_rate * args.b1_seconds)
         if "B8" in only:
+            if stack.relay is None:  # B5 ends with the relay stopped
+                stack.start_relay()
             results["B8"] = bench_b8(stack, hooks, args.b8_events, cpu_seconds)
         if "B3" in only:
             stack.stop_relay()

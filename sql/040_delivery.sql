@@ -41,6 +41,7 @@ RETURNS TABLE (id bigint, kind text, platform text, activity_id uuid, event_type
                priority10_last_hour integer)
 LANGUAGE plpgsql VOLATILE
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off
+SET enable_sort = on SET enable_bitmapscan = on
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -48,12 +49,16 @@ DECLARE
     locked_ids uuid[];
 BEGIN
     IF ids IS NULL THEN
+        -- Walking delivery_outbox_due in order up to the limit, never reading every due row and sorting them
+        -- (restored for the statements after it, and by the function's SET on return).
+        PERFORM set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true);
         SELECT array_agg(c.id) INTO claimed
         FROM (SELECT o.id FROM delivery_outbox o
               WHERE o.next_attempt_at <= statement_timestamp()
               ORDER BY o.next_attempt_at, o.id
               LIMIT batch
               FOR UPDATE SKIP LOCKED) c;
+        PERFORM set_config('enable_sort', 'on', true), set_config('enable_bitmapscan', 'on', true);
     ELSE
         SELECT array_agg(c.id) INTO claimed
         FROM (SELECT o.id FROM delivery_outbox o
