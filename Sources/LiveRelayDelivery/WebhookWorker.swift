@@ -78,24 +78,23 @@ public final class WebhookWorker: Service, Sendable {
             try await connection.query("SELECT set_config('synchronous_commit', 'off', false)", logger: self.logger)
         }
         let lanes = WebhookLanes(lanesPerEndpoint: Self.lanesPerEndpoint)
-        let recorderInput = Mailbox<Finished>()
-        let finished = recorderInput
+        // Lanes put each finished chain in the mailbox; one recorder takes them (all that finished meanwhile at once).
+        let mailbox = Mailbox<Finished>()
         try await withThrowingTaskGroup(of: Void.self) { recorder in
-            recorder.addTask { try await self.record(finished, lanes: lanes, on: connection) }
+            recorder.addTask { try await self.record(mailbox, lanes: lanes, on: connection) }
             do {
                 try await withThrowingTaskGroup(of: Void.self) { senders in
-                    try await self.claimLoop(lanes: lanes, senders: &senders, recorder: recorderInput,
-                                             on: connection)
-                    let unsent = lanes.stop()
-                    for chain in unsent { recorderInput.put(Finished(chain: chain, outcomes: [], eventTypes: [:])) }
+                    try await self.claimLoop(lanes: lanes, senders: &senders, recorder: mailbox, on: connection)
+                    // Stopping: chains not started yet are unlocked unsent; those in flight finish and are recorded.
+                    for chain in lanes.stop() { mailbox.put(Finished(chain: chain, outcomes: [], eventTypes: [:])) }
                     try await senders.waitForAll()
                 }
             } catch {
-                recorderInput.finish()
+                mailbox.finish()
                 recorder.cancelAll()
                 throw error
             }
-            recorderInput.finish()
+            mailbox.finish()
             try await recorder.waitForAll()
         }
     }
