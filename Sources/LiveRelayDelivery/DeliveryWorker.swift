@@ -98,7 +98,7 @@ public final class DeliveryWorker: Service, Sendable {
             try await connection.query("BEGIN", logger: self.logger)
         }
         while !isStopping {
-            let result: (claimed: Int, processed: Int)
+            let result: BatchResult
             do {
                 result = try await runBatchWithDeadline(on: connection)
             } catch is CancellationError {
@@ -114,6 +114,13 @@ public final class DeliveryWorker: Service, Sendable {
                 // (ringing every worker after every batch cost each one-row write several empty claims). A worker
                 // that skipped rows of an activity this batch held looks again within 20 ms (below).
                 listener.ringAfterBatch(from: gateID, full: result.claimed >= configuration.batchSize)
+                if result.named && result.claimed < configuration.batchSize {
+                    // It sent what a wake-up named: the writes that came meanwhile without one (they found the relay
+                    // busy) are found by the re-scan that follows going idle, so it goes idle now rather than
+                    // claiming once more for nothing, as almost every one-row write would.
+                    listener.reportIdle(gateID)
+                    await doorbell.wait(timeout: poll)
+                }
             } else if result.claimed > 0 {
                 // Everything claimed belongs to activities another relay is sending right now.
                 await doorbell.wait(timeout: min(poll, .milliseconds(20)))
@@ -125,8 +132,7 @@ public final class DeliveryWorker: Service, Sendable {
     }
 
     /// Runs a batch that ends (rolled back) when the connection closes, the deadline passes or we are cancelled.
-    private func runBatchWithDeadline(on connection: PostgresConnection) async throws
-        -> (claimed: Int, processed: Int) {
+    private func runBatchWithDeadline(on connection: PostgresConnection) async throws -> BatchResult {
         try await ConnectionScope.run(on: connection, deadline: batchDeadline, what: "running a delivery batch") {
             try await self.runBatch(on: connection)
         }
@@ -136,29 +142,38 @@ public final class DeliveryWorker: Service, Sendable {
     ///
     /// The transaction is begun when the previous batch ends, not when a wake-up comes, so that a wake-up costs one
     /// round trip (the claim) before the push is on its way. Any error ends the connection (and the transaction).
-    func runBatch(on connection: PostgresConnection) async throws -> (claimed: Int, processed: Int) {
+    func runBatch(on connection: PostgresConnection) async throws -> BatchResult {
         let result = try await batch(on: connection)
         try await connection.query("COMMIT", logger: logger)
         if result.queuedWebhooks > 0 { listener.ringWebhooks() }
         try await connection.query("BEGIN", logger: logger)
-        return (result.claimed, result.processed)
+        return result
     }
 
-    private func batch(on connection: PostgresConnection) async throws
-        -> (claimed: Int, processed: Int, queuedWebhooks: Int) {
+    /// What a batch did: rows claimed and settled, webhook rows its lifecycle events queued, and whether it claimed
+    /// just the rows a wake-up named.
+    struct BatchResult {
+        var claimed = 0
+        var processed = 0
+        var queuedWebhooks = 0
+        var named = false
+    }
+
+    private func batch(on connection: PostgresConnection) async throws -> BatchResult {
         let clock = ContinuousClock()
         let started = clock.now
         // The rows a writer's wake-up named, by primary key (cheap, whatever the queue holds); when it names none,
         // or another worker took them, the general claim. Either way the worker claims again after this batch.
         let (named, notifiedAt) = listener.takeNotifiedRows(limit: configuration.batchSize)
         var claim = named.isEmpty ? OutboxStore.Claim() : try await store.claim(ids: named, on: connection)
-        if claim.rows.isEmpty {
+        let byName = !claim.rows.isEmpty
+        if !byName {
             claim = try await store.claim(limit: configuration.batchSize, on: connection)
         }
         let rows = claim.rows
         let claimed = clock.now
         let claimedAt = Date().timeIntervalSince1970
-        guard !rows.isEmpty else { return (0, 0, 0) }
+        guard !rows.isEmpty else { return BatchResult() }
         // Busy from the claim on, so that the relay does not say idle while this batch sends.
         listener.reportBusy(gateID)
         let plan = planner.plan(
@@ -197,7 +212,9 @@ public final class DeliveryWorker: Service, Sendable {
                 }
             }
         }
-        return (rows.count, plan.settled.count + plan.pushes.reduce(0) { $0 + $1.rows.count }, queuedWebhooks)
+        return BatchResult(claimed: rows.count,
+                           processed: plan.settled.count + plan.pushes.reduce(0) { $0 + $1.rows.count },
+                           queuedWebhooks: queuedWebhooks, named: byName)
     }
 
     /// Sends every push through its platform's transport, the transports side by side; results in the same order.
