@@ -139,7 +139,7 @@ END $$;
 
 -- How far each claimed chain (endpoint, activity) may be sent: up to (not including) its first row in the outbox
 -- that this claim does not hold, read with a snapshot taken after the chain locks (a separate VOLATILE function for
--- that reason, as liverelay_locked_activity_states is). Such a row holds back every row after it: one that waits for
+-- that reason, as the delivery claim reads states). Such a row holds back every row after it: one that waits for
 -- a retry (another relay may have rescheduled it just before our locks), one past the claim's limit, or one another
 -- worker had locked when we claimed (it skipped the chain) while we took the rows around it. A chain none of whose
 -- claimed rows may go is unlocked here (the claim's chain locks are session-level, see liverelay_claim_webhooks).

@@ -108,7 +108,9 @@ public final class WebhookWorker: Service, Sendable {
             var claimed = 0
             if room > 0 {
                 let busy = lanes.busyChains
-                let rows = try await ConnectionScope.run(on: connection, deadline: .seconds(10), what: "a webhook claim") {
+                let rows = try await ConnectionScope.run(
+                    on: connection, deadline: .seconds(10), what: "a webhook claim"
+                ) {
                     try await self.store.claim(limit: room, excluding: busy, on: connection)
                 }
                 claimed = rows.count
@@ -165,7 +167,8 @@ public final class WebhookWorker: Service, Sendable {
                     let first = chainRows[0]
                     recorder.put(Finished(
                         chain: .init(endpoint: first.endpointID, activity: first.activityID), outcomes: outcomes,
-                        eventTypes: Dictionary(chainRows.map { ($0.id, $0.eventType) }, uniquingKeysWith: { a, _ in a })))
+                        eventTypes: Dictionary(chainRows.map { ($0.id, $0.eventType) },
+                                               uniquingKeysWith: { first, _ in first })))
                 }
             }
         }

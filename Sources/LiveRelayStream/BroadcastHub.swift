@@ -182,7 +182,8 @@ public final class BroadcastHub: Service, Sendable {
         for try await (snapshotXmin, snapshotXmax, seq, channels, event, data) in try await connection.query("""
             SELECT pg_snapshot_xmin(s.snap)::text::int8, pg_snapshot_xmax(s.snap)::text::int8, b.seq, b.channels, b.event, b.data::text
             FROM (SELECT pg_current_snapshot() AS snap) s
-            LEFT JOIN LATERAL (SELECT seq, channels, event, data FROM broadcast_log WHERE seq > \(cursor) ORDER BY seq LIMIT \(Int64(Self.readLimit))) b ON true
+            LEFT JOIN LATERAL (SELECT seq, channels, event, data FROM broadcast_log WHERE seq > \(cursor)
+                               ORDER BY seq LIMIT \(Int64(Self.readLimit))) b ON true
             """, logger: logger).decode((Int64, Int64, Int64?, [String]?, String?, String?).self) {
             xmin = snapshotXmin
             xmax = snapshotXmax

@@ -125,7 +125,9 @@ struct OutboxSQLTests {
                 SELECT (data -> 'data' -> 'delivery')::text FROM broadcast_log
                 WHERE event = 'live_activity.invalidated'
                 """, as: String.self)
-            #expect(delivery == [#"{"reason": "Unregistered", "status": "failed", "transport": "apns", "latency_ms": 12.5}"#])
+            #expect(delivery == [
+                #"{"reason": "Unregistered", "status": "failed", "transport": "apns", "latency_ms": 12.5}"#,
+            ])
             try await h.sql("UPDATE activity_registration SET status = 'invalidated' WHERE session_id = 'renewed'")
             let kinds = try await h.rows("""
                 SELECT (data -> 'data' ? 'delivery')::text FROM broadcast_log
