@@ -1,4 +1,5 @@
--- What a SQL write does (DESIGN.md): triggers record deliveries and broadcast events in the writer's transaction.
+-- What a SQL write does (README "What a SQL write does"): triggers record deliveries and broadcast events in the
+-- writer's transaction.
 -- Statement-level triggers with transition tables: one pass per statement, however many rows it touches.
 
 -- Wake idle relays. Gated by relay_wakeup so that busy relays (which re-scan until the outbox is empty) do not make

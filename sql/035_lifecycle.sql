@@ -1,4 +1,4 @@
--- Lifecycle events and their webhooks (DESIGN.md "Activity lifecycle"; docs/lifecycle.md).
+-- Lifecycle events and their webhooks (README "Activity lifecycle"; docs/lifecycle.md).
 
 -- Emits lifecycle events of activities, in the caller's transaction: the documented body, built once per event,
 -- goes to every enabled endpoint subscribed to its type (webhook_outbox) and onto the admin-only `admin` stream

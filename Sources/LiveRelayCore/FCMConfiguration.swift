@@ -1,7 +1,7 @@
 import _CryptoExtras
 import Foundation
 
-/// How the relay reaches FCM HTTP v1 (DESIGN.md "Android: FCM HTTP v1 data messages").
+/// How the relay reaches FCM HTTP v1 (README "Android (FCM HTTP v1)").
 public struct FCMConfiguration: Sendable {
     public var projectID: String
     public var serviceAccount: FCMServiceAccount

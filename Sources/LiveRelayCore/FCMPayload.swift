@@ -1,4 +1,4 @@
-/// Builds the parts of FCM HTTP v1 messages the relay sends (DESIGN.md "Android: FCM HTTP v1 data messages").
+/// Builds the parts of FCM HTTP v1 messages the relay sends (README "Android (FCM HTTP v1)").
 ///
 /// The data keys match `liverelay_fcm_data` in `sql/010_payload.sql`, which checks the size when a row is written.
 public enum FCMPayload {

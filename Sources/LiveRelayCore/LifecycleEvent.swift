@@ -1,4 +1,4 @@
-/// A lifecycle event of an activity (DESIGN.md "Activity lifecycle"): a webhook's `type` and the admin stream's
+/// A lifecycle event of an activity (README "Activity lifecycle"): a webhook's `type` and the admin stream's
 /// event name.
 public enum LifecycleEvent: String, Sendable, Hashable, CaseIterable, Codable {
     case started = "live_activity.started"

@@ -1,7 +1,8 @@
 import Crypto
 import Foundation
 
-/// Everything `liverelay serve` needs, built from the environment at the edge (see DESIGN.md "Environment").
+/// Everything `liverelay serve` needs, built from the environment at the edge (README "Commands and
+/// configuration").
 public struct RelayConfiguration: Sendable {
     public var host: String = "127.0.0.1"
     public var port: Int = 8787

@@ -39,7 +39,8 @@ struct FCMAnswer: Sendable, Hashable {
     /// The reason recorded in `delivery_log`: the error code, else Google's status.
     var reason: String? { errorCode ?? errorStatus }
 
-    /// DESIGN.md's outcome classes. A 401 reaching this point was refused after a fresh access token.
+    /// The outcome classes of README "Android (FCM HTTP v1)". A 401 reaching this point was refused after a fresh
+    /// access token.
     var outcome: DeliveryOutcome {
         switch status {
         case 200..<300:

@@ -4,7 +4,7 @@ import LiveRelayCore
 import LiveRelayStore
 import LiveRelayWebhooks
 
-/// `POST/GET/DELETE /v1/webhooks` (admin): endpoints that receive lifecycle events (DESIGN.md "Activity lifecycle").
+/// `POST/GET/DELETE /v1/webhooks` (admin): endpoints that receive lifecycle events (README "Activity lifecycle").
 struct WebhookRoutes: Sendable {
     let store: RelayStore
     let urlGuard: WebhookURLGuard

@@ -4,7 +4,7 @@ import LiveRelayStore
 import Logging
 import MCP
 
-/// The names of the tools (DESIGN.md "MCP").
+/// The names of the tools (README "MCP").
 enum ToolName: String, CaseIterable {
     case setMessage = "set_live_activity_message"
     case getMessage = "get_live_activity_message"

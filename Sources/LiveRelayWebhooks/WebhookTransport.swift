@@ -6,7 +6,7 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-/// POSTs lifecycle events to webhook endpoints (DESIGN.md "Activity lifecycle"): signed, never following a
+/// POSTs lifecycle events to webhook endpoints (README "Activity lifecycle"): signed, never following a
 /// redirect, a 10 s deadline per request, at most 64 KiB of an answer read.
 public final class WebhookTransport: WebhookSender {
     /// The longest a receiver may take to answer.

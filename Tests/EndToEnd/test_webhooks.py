@@ -1,4 +1,4 @@
-"""Lifecycle webhooks as a receiver sees them (DESIGN.md "Activity lifecycle"): the README's verification code,
+"""Lifecycle webhooks as a receiver sees them (README "Activity lifecycle"): the README's verification code,
 run on its worked example and on a live delivery from `liverelay dev` to a plain Python HTTP server."""
 import http.server
 import json

@@ -2,7 +2,7 @@ import Foundation
 import LiveRelayCore
 import Testing
 
-/// DESIGN.md "Activity lifecycle": late tokens, the update budget, push-to-start per type and the age limit, seen at a
+/// README "Activity lifecycle": late tokens, the update budget, push-to-start per type and the age limit, seen at a
 /// real HTTP/2 + TLS APNs simulator.
 @Suite("Activity life", .timeLimit(.minutes(3)))
 struct ActivityLifeTests {

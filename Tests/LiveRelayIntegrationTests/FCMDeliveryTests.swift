@@ -6,7 +6,7 @@ import Testing
 /// Android activities and devices delivered through FCM HTTP v1, over real HTTP/2 + TLS against `FCMSimulator`.
 @Suite("SQL write → FCM message")
 struct FCMDeliveryTests {
-    @Test("one UPDATE of an iOS and an Android activity: one APNs push and one FCM data message, as DESIGN.md says")
+    @Test("one UPDATE of an iOS and an Android activity: one APNs push and one FCM data message, as the README says")
     func bothPlatforms() async throws {
         try await Harness.withFCMRelay { h, fcm, _ in
             let iosToken = try await h.registerActivity(session: "both")

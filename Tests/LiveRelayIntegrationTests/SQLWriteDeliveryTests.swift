@@ -4,7 +4,7 @@ import LiveRelayCore
 import PostgresNIO
 import Testing
 
-/// DESIGN.md "What a SQL write does", end to end: SQL in, HTTP/2 + TLS push out.
+/// README "What a SQL write does", end to end: SQL in, HTTP/2 + TLS push out.
 @Suite("SQL write → APNs push")
 struct SQLWriteDeliveryTests {
     @Test("UPDATE content_state sends a liveactivity update with Apple's headers and payload")

@@ -3,7 +3,7 @@ import LiveRelayCore
 import LiveRelayWebhooks
 import Testing
 
-/// DESIGN.md "Activity lifecycle": lifecycle events reach a real HTTP receiver, signed, in order, at least once.
+/// README "Activity lifecycle": lifecycle events reach a real HTTP receiver, signed, in order, at least once.
 @Suite("Lifecycle webhooks", .timeLimit(.minutes(3)))
 struct WebhookTests {
     static let allowPrivate = ["LIVERELAY_WEBHOOK_ALLOW_PRIVATE": "true"]
