@@ -23,7 +23,7 @@ import urllib.request
 
 import psycopg
 
-from bench_peer import Peer, peer_b1, peer_b2, peer_b5, timed_writes
+from bench_peer import Peer, cpu_per_write, peer_b1, peer_b2, peer_b5, timed_writes
 from bench_webhooks import HookReceiver, bench_b8, register_endpoint
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -280,7 +280,7 @@ def bench_b1(stack, rate, seconds):
     cpu_before = (cpu_seconds(stack.relay.pid), cpu_seconds(stack.postmaster_pid(), True))
     commits, durations = timed_writes(stack.url, rate, seconds, sessions, BENCH_SECRET_HASH, "b1-")
     lines = stack.wait_for_log(before + len(commits), 30)[before:]
-    cpu = (cpu_seconds(stack.relay.pid) - cpu_before[0], cpu_seconds(stack.postmaster_pid(), True) - cpu_before[1])
+    cpu_after = (cpu_seconds(stack.relay.pid), cpu_seconds(stack.postmaster_pid(), True))
     latencies = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
     stack.sql("ALTER TABLE activity_registration DISABLE TRIGGER USER")
     try:
@@ -290,7 +290,7 @@ def bench_b1(stack, rate, seconds):
         stack.sql("ALTER TABLE activity_registration ENABLE TRIGGER USER")
     return {"writes": len(commits), "received": len(latencies), "latencies_ms": latencies, "write_ms": durations,
             "write_ms_triggers_disabled": bare,
-            "cpu_microseconds_per_write": {"relay": cpu[0] * 1e6 / len(commits), "postgres": cpu[1] * 1e6 / len(commits)}}
+            "cpu_microseconds_per_write": cpu_per_write(cpu_before, cpu_after, len(commits))}
 
 
 def seed_b2(stack, count):
@@ -557,7 +557,8 @@ def peer_summary(results, summary, slim):
         summary["B2 peer"] = (
             f"{theirs['received']}/{theirs['activities']} in {theirs['seconds_after_commit']:.2f} s: "
             f"{theirs['pushes_per_second']:,.0f} pushes/s ({theirs['processes']} process(es)), UPDATE statement "
-            f"{theirs['statement_seconds']:.2f} s, peer CPU per push {theirs['relay_cpu_microseconds_per_push']:.0f} µs;"
+            f"{theirs['statement_seconds']:.2f} s, peer CPU per push "
+            f"{theirs['relay_cpu_microseconds_per_push']:.0f} µs;"
             f" LiveRelay / peer: {ours['pushes_per_second'] / theirs['pushes_per_second']:.2f}× the pushes/s, "
             f"{ours['statement_seconds'] / theirs['statement_seconds']:.2f}× the statement's time")
     if "B5" in peer and "B5" in results:
@@ -663,8 +664,9 @@ def main():
         lat = results["B1"]["latencies_ms"]
         summary["B1"] = (f"{results['B1']['received']}/{results['B1']['writes']} received; commit → request p50 {pct(lat, 50):.3f} ms, "
                          f"p90 {pct(lat, 90):.3f} ms, p99 {pct(lat, 99):.3f} ms, max {max(lat) if lat else float('nan'):.3f} ms "
-                         f"(p50 = {pct(lat, 50) / ceiling_latency_ms:.0f}× the ceiling's time per request); CPU per write: "
-                         + ", ".join(f"{k} {v:.0f} µs" for k, v in results["B1"]["cpu_microseconds_per_write"].items()))
+                         f"(p50 = {pct(lat, 50) / ceiling_latency_ms:.0f}× the ceiling's time per request); "
+                         "CPU per write: " + ", ".join(
+                             f"{k} {v:.0f} µs" for k, v in results["B1"]["cpu_microseconds_per_write"].items()))
         slim["B1"]["latencies_ms"] = {p: pct(lat, p) for p in (50, 90, 99, 99.9)}
         for key in ("write_ms", "write_ms_triggers_disabled"):
             slim["B1"][key] = {p: pct(results["B1"][key], p) for p in (50, 90, 99)}
@@ -675,7 +677,8 @@ def main():
                          f"{b2['pushes_per_second']:,.0f} pushes/s = {b2['pushes_per_second'] / ceiling:.2f} of the ceiling; "
                          f"first push {b2['first_push_ms']:.0f} ms after commit; UPDATE statement "
                          f"{b2['statement_seconds']:.2f} s ({b2['statement_seconds_triggers_disabled']:.2f} s with "
-                         f"the triggers disabled: {b2['statement_seconds'] / b2['statement_seconds_triggers_disabled']:.2f}×); "
+                         "the triggers disabled: "
+                         f"{b2['statement_seconds'] / b2['statement_seconds_triggers_disabled']:.2f}×); "
                          f"relay peak RSS {b2['peak_rss_mb']:.0f} MB; "
                          "CPU per push from the statement on: "
                          + ", ".join(f"{k} {v:.0f} µs" for k, v in b2["cpu_microseconds_per_push"].items())

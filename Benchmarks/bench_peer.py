@@ -38,13 +38,16 @@ class Peer:
                              (prefix + "%",)))
 
     def start(self, processes):
+        """Starts `processes` peer processes and returns once each is listening (it says "ready")."""
         dsn = self.url.split("?")[0]
         for _ in range(processes):
             self.processes.append(subprocess.Popen(
                 [sys.executable, os.path.join(HERE, "naive_peer.py"), "--dsn", dsn,
                  "--apns", f"https://127.0.0.1:{self.stack.h2o_port}", "--ca", self.stack.cert],
-                stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.stack.work, "peer.log"), "ab")))
-        time.sleep(1.5)
+                stdout=subprocess.PIPE, stderr=open(os.path.join(self.stack.work, "peer.log"), "ab"), text=True))
+        for process in self.processes[-processes:]:
+            if process.stdout.readline().strip() != "ready":
+                raise SystemExit("the naive peer did not start; see peer.log")
 
     def stop(self):
         for process in self.processes:
@@ -58,6 +61,11 @@ class Peer:
 
     def cpu_seconds(self, cpu_seconds):
         return sum(cpu_seconds(p.pid) for p in self.processes)
+
+
+def cpu_per_write(before, after, writes):
+    """Microseconds of CPU per write of the relay and of PostgreSQL, from two (relay, postgres) CPU-second readings."""
+    return {"relay": (after[0] - before[0]) * 1e6 / writes, "postgres": (after[1] - before[1]) * 1e6 / writes}
 
 
 def timed_writes(url, rate, seconds, sessions, secret_hash, prefix):
@@ -86,11 +94,10 @@ def peer_b1(stack, peer, rate, seconds, secret_hash, cpu_seconds):
     cpu_before = (peer.cpu_seconds(cpu_seconds), cpu_seconds(stack.postmaster_pid(), True))
     commits, durations = timed_writes(peer.url, rate, seconds, sessions, secret_hash, "p1-")
     lines = stack.wait_for_log(before + len(commits), 30)[before:]
-    cpu = (peer.cpu_seconds(cpu_seconds) - cpu_before[0], cpu_seconds(stack.postmaster_pid(), True) - cpu_before[1])
+    cpu_after = (peer.cpu_seconds(cpu_seconds), cpu_seconds(stack.postmaster_pid(), True))
     latencies = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
-    return {"writes": len(commits), "received": len(latencies), "latencies_ms": latencies,
-            "write_ms": durations,
-            "cpu_microseconds_per_write": {"relay": cpu[0] * 1e6 / len(commits), "postgres": cpu[1] * 1e6 / len(commits)}}
+    return {"writes": len(commits), "received": len(latencies), "latencies_ms": latencies, "write_ms": durations,
+            "cpu_microseconds_per_write": cpu_per_write(cpu_before, cpu_after, len(commits))}
 
 
 def peer_b2_round(stack, peer, k, count, cpu_seconds):

@@ -7,7 +7,6 @@ claimed with `FOR UPDATE SKIP LOCKED` and deleted in the claim's transaction, pu
 """
 import argparse
 import asyncio
-import json
 import signal
 import time
 
@@ -39,6 +38,7 @@ async def run(args):
 
     stopping = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopping.set)
+    print("ready", flush=True)  # listening: the benchmark may write
     wake.set()  # whatever was queued before it started
     while not stopping.is_set():
         waiter = asyncio.ensure_future(wake.wait())
@@ -65,4 +65,3 @@ if __name__ == "__main__":
     parser.add_argument("--ca", required=True)
     parser.add_argument("--batch", type=int, default=500)
     asyncio.run(run(parser.parse_args()))
-    print(json.dumps({"stopped": True}))
