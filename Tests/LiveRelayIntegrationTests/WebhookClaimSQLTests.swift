@@ -64,6 +64,24 @@ struct WebhookClaimSQLTests {
         }
     }
 
+    @Test("the sweeper removes events whose endpoint is gone and keeps the others")
+    func orphansDropped() async throws {
+        try await Harness.with { h in
+            try await Self.startChain(h, session: "kept")
+            // A writer that read an endpoint just before it was deleted queued an event for it.
+            try await h.sql("""
+                INSERT INTO webhook_outbox (endpoint_id, event_id, event_type, activity_id, body)
+                SELECT gen_random_uuid(), gen_random_uuid(), 'live_activity.updated', id, '{}'
+                FROM activity_registration
+                """)
+            #expect(try await h.rows("SELECT liverelay_drop_orphan_webhooks(100)", as: Int32.self) == [1])
+            #expect(try await h.rows("""
+                SELECT count(*)::int8 FROM webhook_outbox o JOIN webhook_endpoint w ON w.id = o.endpoint_id
+                """, as: Int64.self) == [1])
+            #expect(try await h.rows("SELECT count(*)::int8 FROM webhook_outbox", as: Int64.self) == [1])
+        }
+    }
+
     /// A webhook endpoint and an activity registered for it: its chain holds the `started` event.
     static func startChain(_ h: Harness, session: String) async throws {
         try await h.sql("""
