@@ -19,6 +19,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -89,6 +90,9 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -167,7 +171,7 @@ let package = Package(
             name: "LiveRelayHTTP",
             dependencies: [
                 "LiveRelayCore", "LiveRelayPostgres", "LiveRelayStream", "LiveRelayDelivery", "LiveRelayStore",
-                "LiveRelayMCP", "LiveRelayWebhooks",
+                "LiveRelayMCP", "LiveRelayWebhooks", "LiveRelayHTTPServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -227,9 +231,12 @@ let package = Package(
         .testTarget(
             name: "LiveRelayCoreTests",
             dependencies: [
-                "LiveRelayCore", "LiveRelayAPNs", "LiveRelayHTTP2Client", "LiveRelayFCM",
+                "LiveRelayCore", "LiveRelayAPNs", "LiveRelayHTTP2Client", "LiveRelayFCM", "LiveRelayHTTP",
+                "LiveRelayHTTPServer", "LiveRelayStream",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
             ]
         ),
         .testTarget(

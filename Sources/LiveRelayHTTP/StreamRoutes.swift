@@ -3,19 +3,23 @@ import HTTPTypes
 import Hummingbird
 import LiveRelayStream
 import LiveRelayCore
+import LiveRelayHTTPServer
 import LiveRelayStore
 import NIOCore
 import ServiceLifecycle
 
 /// `GET /v1/stream?channel=device:<uuid>&channel=session:<id>`: Server-Sent Events from the broadcast log,
 /// resumable with `Last-Event-ID`, with a heartbeat comment at least every 15 seconds.
-struct StreamRoutes: Sendable {
+public struct StreamRoutes: Sendable {
+    /// The stream's path.
+    public static let path = "/v1/stream"
+
     let hub: BroadcastHub
     let auth: Authenticator
     let store: RelayStore
 
     func register(on router: Router<BasicRequestContext>) {
-        router.get("v1/stream") { request, _ in try await stream(request) }
+        router.get(RouterPath(Self.path)) { request, _ in try await stream(request) }
     }
 
     func stream(_ request: Request) async throws -> Response {
@@ -38,42 +42,45 @@ struct StreamRoutes: Sendable {
             throw APIError(status: .serviceUnavailable,
                            message: "the stream is not ready yet (the database is unreachable); retry")
         }
-        let (id, stream, cursor) = hub.subscribe(channels: Set(channels))
-        var history: [BroadcastEvent] = []
-        if let lastEventID { history = try await hub.history(after: lastEventID, through: cursor, channels: channels) }
+        let subscriber = StreamSubscriber(limit: hub.bufferSize)
+        let (id, cursor) = hub.subscribe(channels: Set(channels), sink: subscriber)
+        var prefix = [SSEFrame.connected]
+        do {
+            if let lastEventID {
+                prefix += try await hub.history(after: lastEventID, through: cursor, channels: channels)
+                    .map(SSEFrame.encode)
+            }
+        } catch {
+            hub.unsubscribe(id)
+            throw error
+        }
         let hub = self.hub
-        let backlog = history
         let headers: HTTPFields = [
             .contentType: "text/event-stream", .cacheControl: "no-cache", HTTPField.Name("X-Accel-Buffering")!: "no",
         ]
-        return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+        return Response(status: .ok, headers: headers, body: ResponseBody { [prefix] writer in
+            // A stream that is its connection's first request: the hub writes to the connection itself, and no task
+            // waits for the client (the connection's close or the server's stop ends the subscription).
+            if let detachable = writer as? DetachableBodyWriter {
+                let connection = detachable.detach()
+                connection.closeFuture.whenComplete { _ in hub.unsubscribe(id) }
+                connection.onQuiesce { hub.unsubscribe(id, stopping: true) }
+                subscriber.attach(connection, prefix: prefix)
+                return
+            }
             defer { hub.unsubscribe(id) }
+            let stream = subscriber.forward()
             // The server waits for every response to end before it stops, so on graceful shutdown an open stream
             // ends itself: its subscription is finished, which ends the loop below.
             try await withGracefulShutdownHandler {
-                try await writer.write(ByteBuffer(string: "retry: 2000\n: connected\n\n"))
-                for event in backlog { try await writer.write(Self.frame(event)) }
-                for await item in stream {
-                    switch item {
-                    case .event(let event): try await writer.write(Self.frame(event))
-                    case .heartbeat: try await writer.write(ByteBuffer(string: ": heartbeat\n\n"))
-                    }
-                }
+                try await writer.write(contentsOf: prefix)
+                for await item in stream { try await writer.write(SSEFrame.encode(item)) }
             } onGracefulShutdown: {
                 hub.unsubscribe(id)
             }
-            // A last comment when the relay is stopping: the client reconnects (to another instance, or to this one
-            // restarted) with Last-Event-ID and misses nothing.
-            if Task.isShuttingDownGracefully { try await writer.write(Self.farewell) }
+            if Task.isShuttingDownGracefully { try await writer.write(SSEFrame.farewell) }
             try await writer.finish(nil)
         })
-    }
-
-    /// The comment a stream ends with when the relay shuts down.
-    static let farewell = ByteBuffer(string: ": the relay is shutting down; reconnect with Last-Event-ID\n\n")
-
-    static func frame(_ event: BroadcastEvent) -> ByteBuffer {
-        ByteBuffer(string: "id: \(event.sequence)\nevent: \(event.name)\ndata: \(event.data)\n\n")
     }
 
     /// Admin: any channel, `admin` (delivery summaries) and `*` (every channel). A device token: its own `device:`

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Logging
@@ -26,29 +27,34 @@ public struct HTTPService: Service {
         router: Router<Context>, server: HTTPServerBuilder, address: BindAddress, serverName: String, logger: Logger,
         onServerRunning: @escaping @Sendable (any Channel) async -> Void
     ) throws where Context.Source == ApplicationRequestContextSource {
-        let responder = router.buildResponder()
-        let dates = HTTPDate()
+        let answer = Answer(responder: router.buildResponder(), serverName: serverName, logger: logger)
         self.server = try server.buildServer(
             configuration: .init(address: address, serverName: serverName),
             eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
             logger: logger,
             responder: { request, writer, channel in
-                let context = Context(source: .init(channel: channel, logger: logger))
-                var response: Response
-                do {
-                    response = try await responder.respond(to: request, context: context)
-                } catch let error as HTTPParserError {
-                    throw error
-                } catch {
-                    // Routers answer their errors; anything past them is a bug, answered without detail.
-                    logger.error("unhandled error", metadata: ["error": "\(String(describing: type(of: error)))"])
-                    response = Response(status: .internalServerError)
-                }
-                response.headers[.date] = dates.now()
-                response.headers[.server] = serverName
+                let response = try await answer.response(to: request, channel: channel)
                 try await writer.write(response: response.head, body: response.body)
             },
             onServerRunning: onServerRunning)
+    }
+
+    /// Plain HTTP/1.1, where a connection whose first request is a `GET` of one of `detachedPaths` is answered
+    /// without a task of its own (`StreamingHTTP1Channel`): its response body may keep the connection by detaching
+    /// (`DetachableBodyWriter`).
+    public init<Context: RequestContext>(
+        router: Router<Context>, http1 configuration: HTTP1Channel.Configuration, detachedPaths: Set<String>,
+        address: BindAddress, serverName: String, logger: Logger,
+        onServerRunning: @escaping @Sendable (any Channel) async -> Void
+    ) throws where Context.Source == ApplicationRequestContextSource {
+        let answer = Answer(responder: router.buildResponder(), serverName: serverName, logger: logger)
+        let builder = HTTPServerBuilder { responder in
+            StreamingHTTP1Channel(
+                responder: responder, configuration: configuration, detachedPaths: detachedPaths,
+                answer: { head, connection in await answer.detached(head, connection: connection) })
+        }
+        try self.init(router: router, server: builder, address: address, serverName: serverName, logger: logger,
+                      onServerRunning: onServerRunning)
     }
 
     public func run() async throws {
@@ -62,3 +68,50 @@ public struct HTTPService: Service {
     }
 }
 
+/// How the server answers a request: the router's response, with the Date and Server headers.
+private struct Answer<Responder: HTTPResponder>: Sendable
+where Responder.Context: RequestContext, Responder.Context.Source == ApplicationRequestContextSource {
+    let responder: Responder
+    let serverName: String
+    let logger: Logger
+    let dates = HTTPDate()
+
+    func response(to request: Request, channel: any Channel) async throws -> Response {
+        let context = Responder.Context(source: .init(channel: channel, logger: logger))
+        var response: Response
+        do {
+            response = try await responder.respond(to: request, context: context)
+        } catch let error as HTTPParserError {
+            throw error
+        } catch {
+            // Routers answer their errors; anything past them is a bug, answered without detail.
+            logger.error("unhandled error", metadata: ["error": "\(String(describing: type(of: error)))"])
+            response = Response(status: .internalServerError)
+        }
+        response.headers[.date] = dates.now()
+        response.headers[.server] = serverName
+        return response
+    }
+
+    /// Answers the one request of a detached connection. A body that detaches keeps the connection; any other
+    /// response is written whole and the connection closed.
+    func detached(_ head: HTTPRequest, connection: DetachedConnection) async {
+        let request = Request(head: head, body: .init(buffer: ByteBuffer()))
+        guard var response = try? await response(to: request, channel: connection.channel) else {
+            connection.channel.close(promise: nil)
+            return
+        }
+        connection.setHead(response.head)
+        let writer = DetachableBodyWriter(connection: connection)
+        do {
+            try await response.body.write(writer)
+        } catch {
+            logger.debug("a detached response's body failed", metadata: ["error": "\(error)"])
+        }
+        guard !connection.isDetached else { return }
+        let body = writer.body
+        response.headers[.connection] = "close"
+        response.headers[.contentLength] = "\(body.readableBytes)"
+        connection.writeWhole(response.head, body: body)
+    }
+}

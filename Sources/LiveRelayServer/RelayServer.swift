@@ -129,9 +129,10 @@ public struct RelayServer: Sendable {
             auth: Authenticator(adminToken: configuration.adminToken, tokenSecret: try await tokenSecret())
         ).makeRouter()
         let host = configuration.host
-        // An idle connection is closed after 60 s (streams write a heartbeat every 10 s).
+        // An idle connection is closed after 60 s (streams write a heartbeat every 10 s). A stream that opens its
+        // connection is answered without a task per client (`StreamingHTTP1Channel`).
         let http = try HTTPService(
-            router: router, server: .http1(configuration: .init(idleTimeout: .seconds(60))),
+            router: router, http1: .init(idleTimeout: .seconds(60)), detachedPaths: [StreamRoutes.path],
             address: .hostname(host, port: configuration.port), serverName: "liverelay", logger: logger
         ) { channel in
             let port = channel.localAddress?.port ?? 0

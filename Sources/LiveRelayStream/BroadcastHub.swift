@@ -29,7 +29,7 @@ public final class BroadcastHub: Service, Sendable {
 
     struct Subscriber {
         var channels: Set<String>
-        var continuation: AsyncStream<Item>.Continuation
+        var sink: any StreamSink
     }
 
     struct State {
@@ -47,7 +47,7 @@ public final class BroadcastHub: Service, Sendable {
     private let state = Mutex(State())
     private let doorbell: Doorbell
     let retention: Duration
-    let bufferSize: Int
+    public let bufferSize: Int
     /// The most events one read of the log takes.
     static let readLimit = 2000
 
@@ -63,21 +63,30 @@ public final class BroadcastHub: Service, Sendable {
         doorbell = listener.register().doorbell
     }
 
-    /// Subscribes to channels; returns the stream and the last sequence the hub had delivered when it subscribed
-    /// (events after it arrive on the stream; earlier ones can be read from the log).
-    public func subscribe(channels: Set<String>) -> (id: UUID, stream: AsyncStream<Item>, cursor: Int64) {
-        let (stream, continuation) = AsyncStream.makeStream(of: Item.self, bufferingPolicy: .bufferingOldest(bufferSize))
+    /// Subscribes `sink` to channels; returns the subscription's id and the last sequence the hub had delivered when
+    /// it subscribed (events after it go to the sink; earlier ones can be read from the log).
+    public func subscribe(channels: Set<String>, sink: any StreamSink) -> (id: UUID, cursor: Int64) {
         let id = UUID()
         let cursor = state.withLock { state in
-            state.subscribers[id] = Subscriber(channels: channels, continuation: continuation)
+            state.subscribers[id] = Subscriber(channels: channels, sink: sink)
             for channel in channels { state.byChannel[channel, default: []].insert(id) }
             return state.cursor
         }
+        return (id, cursor)
+    }
+
+    /// Subscribes an `AsyncStream` (at most `bufferSize` items waiting; a reader that falls further behind is
+    /// dropped).
+    public func subscribe(channels: Set<String>) -> (id: UUID, stream: AsyncStream<Item>, cursor: Int64) {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: Item.self, bufferingPolicy: .bufferingOldest(bufferSize))
+        let (id, cursor) = subscribe(channels: channels, sink: AsyncStreamSink(continuation: continuation))
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
         return (id, stream, cursor)
     }
 
-    public func unsubscribe(_ id: UUID) {
+    /// Ends a subscription; `stopping` when the relay is shutting down (the sink says goodbye).
+    public func unsubscribe(_ id: UUID, stopping: Bool = false) {
         let subscriber = state.withLock { state -> Subscriber? in
             guard let subscriber = state.subscribers.removeValue(forKey: id) else { return nil }
             for channel in subscriber.channels {
@@ -86,7 +95,7 @@ public final class BroadcastHub: Service, Sendable {
             }
             return subscriber
         }
-        subscriber?.continuation.finish()
+        subscriber?.sink.finish(stopping: stopping)
     }
 
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
@@ -124,7 +133,7 @@ public final class BroadcastHub: Service, Sendable {
             }
             return Array(state.subscribers.values)
         }
-        subscribers.forEach { $0.continuation.finish() }
+        subscribers.forEach { $0.sink.finish(stopping: true) }
     }
 
     /// Reads the log on one connection until stopped.
@@ -191,7 +200,7 @@ public final class BroadcastHub: Service, Sendable {
                 rows.append(BroadcastEvent(sequence: seq, channels: channels, name: event, data: data))
             }
         }
-        var deliveries: [(AsyncStream<Item>.Continuation, UUID, BroadcastEvent)] = []
+        var deliveries: [(any StreamSink, UUID, BroadcastEvent)] = []
         let (passed, heldBack) = state.withLock { state -> (Int, Bool) in
             var expected = state.cursor + 1, passed = 0
             for row in rows {
@@ -212,14 +221,14 @@ public final class BroadcastHub: Service, Sendable {
                 for channel in row.channels { readers.formUnion(state.byChannel[channel] ?? []) }
                 readers.formUnion(state.byChannel[Self.everyChannel] ?? [])
                 for id in readers {
-                    if let subscriber = state.subscribers[id] { deliveries.append((subscriber.continuation, id, row)) }
+                    if let subscriber = state.subscribers[id] { deliveries.append((subscriber.sink, id, row)) }
                 }
             }
             return (passed, false)
         }
         var slow = Set<UUID>()
-        for (continuation, id, event) in deliveries where !slow.contains(id) {
-            if case .dropped = continuation.yield(.event(event)) {
+        for (sink, id, event) in deliveries where !slow.contains(id) {
+            if !sink.send(.event(event)) {
                 // A client that fell behind is disconnected; it resumes with Last-Event-ID.
                 slow.insert(id)
             }
@@ -229,7 +238,7 @@ public final class BroadcastHub: Service, Sendable {
     }
 
     private func heartbeat() {
-        for subscriber in state.withLock({ Array($0.subscribers.values) }) { subscriber.continuation.yield(.heartbeat) }
+        for subscriber in state.withLock({ Array($0.subscribers.values) }) { _ = subscriber.sink.send(.heartbeat) }
     }
 
     private func prune(on connection: PostgresConnection) async throws {

@@ -193,6 +193,59 @@ struct StreamTests {
             }
         }
     }
+
+    /// A stream that opens its connection and one that follows other requests on it get the same events; a refused
+    /// stream is answered and its connection closed; a client that leaves ends its subscription at once.
+    @Test("streams on new and kept-alive connections alike; refusals close; leaving ends the subscription")
+    func connections() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                try await h.registerActivity(session: "ses_conn")
+                let admin = "Authorization: Bearer \(Harness.adminToken)"
+                let path = "/v1/stream?channel=session:ses_conn"
+                // Answered without a task of its own (the connection's first request).
+                let first = try RawConnection(port: port)
+                try first.get(path, headers: [admin])
+                // Answered by Hummingbird's handling of a kept-alive connection.
+                let following = try RawConnection(port: port)
+                try following.get("/health")
+                #expect(try await following.read { $0.contains("\"ok\":true") })
+                try following.get(path, headers: [admin])
+                for stream in [first, following] {
+                    #expect(try await stream.read { $0.contains(": connected") }, "not connected: \(stream.text)")
+                }
+                try await h.sql(#"""
+                    UPDATE activity_registration SET content_state = '{"n": 7}' WHERE session_id = 'ses_conn'
+                    """#)
+                for stream in [first, following] {
+                    #expect(try await stream.read { $0.contains(#""n": 7"#) }, "no event: \(stream.text)")
+                    #expect(stream.text.contains("Content-Type: text/event-stream"))
+                }
+
+                let refused = try RawConnection(port: port)
+                try refused.get(path)
+                #expect(try await refused.readUntilClosed(), "a refused stream's connection stays open")
+                #expect(refused.text.hasPrefix("HTTP/1.1 401"), "\(refused.text)")
+                #expect(refused.text.contains("authentication required"))
+
+                let api = RelayHTTP(port: port)
+                func subscribers() async throws -> Double? {
+                    let metrics = try await api.request(.GET, "/metrics", headers: RelayHTTP.admin).text
+                    return metrics.split(separator: "\n").first { $0.hasPrefix("liverelay_sse_subscribers ") }
+                        .flatMap { Double($0.split(separator: " ")[1]) }
+                }
+                #expect(try await subscribers() == 2)
+                // The connection's close ends its subscription at once. (A stream that followed other requests
+                // notices its client left at its next write, the heartbeat within 10 s.)
+                first.close()
+                let deadline = ContinuousClock.now + .seconds(5)
+                while try await subscribers() != 1, ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                #expect(try await subscribers() == 1)
+            }
+        }
+    }
 }
 
 extension JSONValue {

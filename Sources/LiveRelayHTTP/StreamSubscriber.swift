@@ -1,0 +1,123 @@
+import LiveRelayHTTPServer
+import LiveRelayStream
+import NIOCore
+import Synchronization
+
+/// One SSE client's subscription to the hub.
+///
+/// The hub's items wait here while the response is prepared (the history read, the head written); then they go
+/// straight to the client's connection (`attach`, no task per client: see `StreamingHTTP1Channel`) or to an
+/// `AsyncStream` that the response's task reads (`forward`, when the stream is not the connection's first request).
+/// Writes to a connection happen under the lock, so they reach it in the order the hub handed them over.
+final class StreamSubscriber: StreamSink {
+    enum State {
+        case buffering([BroadcastHub.Item])
+        /// `unwritable`: items handed over in a row while the client's socket buffer was full.
+        case attached(DetachedConnection, unwritable: Int)
+        case forwarding(AsyncStream<BroadcastHub.Item>.Continuation)
+        case ended(stopping: Bool)
+    }
+
+    private let state = Mutex(State.buffering([]))
+    /// The most items that may wait for a client (in this buffer, or beyond a full socket buffer) before it is
+    /// dropped and must resume with `Last-Event-ID`.
+    let limit: Int
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    func send(_ item: BroadcastHub.Item) -> Bool {
+        state.withLock { state in
+            switch state {
+            case .buffering(var items):
+                guard items.count < limit else { return false }
+                items.append(item)
+                state = .buffering(items)
+                return true
+            case .attached(let connection, let unwritable):
+                let behind = connection.isWritable ? 0 : unwritable + 1
+                guard behind <= limit else { return false }
+                state = .attached(connection, unwritable: behind)
+                connection.write(SSEFrame.encode(item))
+                return true
+            case .forwarding(let continuation):
+                if case .dropped = continuation.yield(item) { return false }
+                return true
+            case .ended:
+                return false
+            }
+        }
+    }
+
+    func finish(stopping: Bool) {
+        state.withLock { state in
+            switch state {
+            case .buffering:
+                state = .ended(stopping: stopping)
+            case .attached(let connection, _):
+                state = .ended(stopping: stopping)
+                connection.finish(last: stopping ? SSEFrame.farewell : nil)
+            case .forwarding(let continuation):
+                state = .ended(stopping: stopping)
+                continuation.finish()
+            case .ended:
+                break
+            }
+        }
+    }
+
+    /// Writes `prefix` and what waited to the connection, and every later item as it comes.
+    func attach(_ connection: DetachedConnection, prefix: [ByteBuffer]) {
+        state.withLock { state in
+            for buffer in prefix { connection.write(buffer) }
+            switch state {
+            case .buffering(let items):
+                for item in items { connection.write(SSEFrame.encode(item)) }
+                state = .attached(connection, unwritable: 0)
+            case .ended(let stopping):
+                connection.finish(last: stopping ? SSEFrame.farewell : nil)
+            case .attached, .forwarding:
+                preconditionFailure("a subscription is attached or forwarded once")
+            }
+        }
+    }
+
+    /// An `AsyncStream` of what waited and every later item.
+    func forward() -> AsyncStream<BroadcastHub.Item> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: BroadcastHub.Item.self, bufferingPolicy: .bufferingOldest(limit))
+        state.withLock { state in
+            switch state {
+            case .buffering(let items):
+                for item in items { continuation.yield(item) }
+                state = .forwarding(continuation)
+            case .ended:
+                continuation.finish()
+            case .attached, .forwarding:
+                preconditionFailure("a subscription is attached or forwarded once")
+            }
+        }
+        return stream
+    }
+}
+
+/// The stream's wire format.
+enum SSEFrame {
+    static let connected = ByteBuffer(string: "retry: 2000\n: connected\n\n")
+    static let heartbeat = ByteBuffer(string: ": heartbeat\n\n")
+    /// The comment a stream ends with when the relay shuts down: the client reconnects (to another instance, or to
+    /// this one restarted) with Last-Event-ID and misses nothing.
+    static let farewell = ByteBuffer(string: ": the relay is shutting down; reconnect with Last-Event-ID\n\n")
+
+    static func encode(_ event: BroadcastEvent) -> ByteBuffer {
+        ByteBuffer(string: "id: \(event.sequence)\nevent: \(event.name)\ndata: \(event.data)\n\n")
+    }
+
+    static func encode(_ item: BroadcastHub.Item) -> ByteBuffer {
+        switch item {
+        case .event(let event): encode(event)
+        case .heartbeat: heartbeat
+        }
+    }
+}

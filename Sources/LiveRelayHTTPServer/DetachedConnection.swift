@@ -1,0 +1,114 @@
+import HTTPTypes
+import HummingbirdCore
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTPTypes
+
+/// A connection whose one response is written straight to its channel, from any thread, with no task waiting on it:
+/// the event stream's, which stays open for hours and would otherwise keep a suspended task of several kilobytes per
+/// client (see `StreamingHTTP1Channel`).
+///
+/// The response's head is written by `detach()`; each `write(_:)` is one chunk, flushed; `finish()` ends the response
+/// and closes the connection.
+public final class DetachedConnection: Sendable {
+    public let channel: any Channel
+    private let state: NIOLockedValueBox<State>
+
+    struct State {
+        var head: HTTPResponse?
+        var detached = false
+        /// Called once when the server stops (the relay's graceful shutdown), on the channel's event loop.
+        var onQuiesce: (@Sendable () -> Void)?
+    }
+
+    init(channel: any Channel) {
+        self.channel = channel
+        state = NIOLockedValueBox(State())
+    }
+
+    /// True while the client reads fast enough (the channel's write buffer is under its high-water mark).
+    public var isWritable: Bool { channel.isWritable }
+
+    /// Completes when the connection is closed (by either side).
+    public var closeFuture: EventLoopFuture<Void> { channel.closeFuture }
+
+    /// Writes one chunk of the response body and flushes it.
+    public func write(_ buffer: ByteBuffer) {
+        channel.writeAndFlush(HTTPResponsePart.body(buffer), promise: nil)
+    }
+
+    /// Ends the response (after `last`, if given) and closes the connection once it is written.
+    public func finish(last: ByteBuffer? = nil) {
+        let channel = self.channel
+        if let last { channel.write(HTTPResponsePart.body(last), promise: nil) }
+        channel.writeAndFlush(HTTPResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    /// Sets what to do when the server stops; without it the connection is closed.
+    public func onQuiesce(_ action: @escaping @Sendable () -> Void) {
+        state.withLockedValue { $0.onQuiesce = action }
+    }
+
+    var isDetached: Bool { state.withLockedValue { $0.detached } }
+
+    func setHead(_ head: HTTPResponse) {
+        state.withLockedValue { $0.head = head }
+    }
+
+    /// Writes the response's head: from here on the response is the caller's, and stays open when the body returns.
+    func detach() {
+        let head = state.withLockedValue { state -> HTTPResponse? in
+            guard !state.detached else { return nil }
+            state.detached = true
+            return state.head
+        }
+        if let head { channel.writeAndFlush(HTTPResponsePart.head(head), promise: nil) }
+    }
+
+    func quiesce() {
+        if let action = state.withLockedValue({ $0.onQuiesce }) {
+            action()
+        } else {
+            channel.close(promise: nil)
+        }
+    }
+}
+
+/// The body writer of a response answered by `StreamingHTTP1Channel`. A body that wants to keep the connection
+/// without a task calls `detach()` and returns; any other body is collected and sent when it finishes, with
+/// `Connection: close`.
+public struct DetachableBodyWriter: ResponseBodyWriter {
+    let connection: DetachedConnection
+    let collected: NIOLockedValueBox<ByteBuffer>
+
+    init(connection: DetachedConnection) {
+        self.connection = connection
+        collected = NIOLockedValueBox(ByteBuffer())
+    }
+
+    /// Writes the response's head and hands the connection to the caller.
+    public func detach() -> DetachedConnection {
+        connection.detach()
+        return connection
+    }
+
+    public mutating func write(_ buffer: ByteBuffer) async throws {
+        var buffer = buffer
+        _ = collected.withLockedValue { $0.writeBuffer(&buffer) }
+    }
+
+    public consuming func finish(_ trailingHeaders: HTTPFields?) async throws {}
+
+    /// The collected body of a response that was not detached.
+    var body: ByteBuffer { collected.withLockedValue { $0 } }
+}
+
+extension DetachedConnection {
+    /// Writes a whole response that was not detached, then closes the connection.
+    func writeWhole(_ head: HTTPResponse, body: ByteBuffer) {
+        let channel = self.channel
+        channel.write(HTTPResponsePart.head(head), promise: nil)
+        if body.readableBytes > 0 { channel.write(HTTPResponsePart.body(body), promise: nil) }
+        channel.writeAndFlush(HTTPResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
+    }
+}
