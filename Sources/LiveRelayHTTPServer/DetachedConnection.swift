@@ -21,9 +21,12 @@ public final class DetachedConnection: Sendable {
         var onQuiesce: (@Sendable () -> Void)?
     }
 
+    private let writer: LoopWriter
+
     init(channel: any Channel) {
         self.channel = channel
         state = NIOLockedValueBox(State())
+        writer = LoopWriter.of(channel.eventLoop)
     }
 
     /// True while the client reads fast enough (the channel's write buffer is under its high-water mark).
@@ -34,14 +37,16 @@ public final class DetachedConnection: Sendable {
 
     /// Writes one chunk of the response body and flushes it.
     public func write(_ buffer: ByteBuffer) {
-        channel.writeAndFlush(HTTPResponsePart.body(buffer), promise: nil)
+        writer.enqueue(channel, .write(.body(buffer)))
     }
 
     /// Ends the response (after `last`, if given) and closes the connection once it is written.
     public func finish(last: ByteBuffer? = nil) {
-        let channel = self.channel
-        if let last { channel.write(HTTPResponsePart.body(last), promise: nil) }
-        channel.writeAndFlush(HTTPResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
+        if let last {
+            writer.enqueue(channel, .write(.body(last)), .endAndClose)
+        } else {
+            writer.enqueue(channel, .endAndClose)
+        }
     }
 
     /// Sets what to do when the server stops; without it the connection is closed.
@@ -62,7 +67,7 @@ public final class DetachedConnection: Sendable {
             state.detached = true
             return state.head
         }
-        if let head { channel.writeAndFlush(HTTPResponsePart.head(head), promise: nil) }
+        if let head { writer.enqueue(channel, .write(.head(head))) }
     }
 
     func quiesce() {
@@ -106,9 +111,10 @@ public struct DetachableBodyWriter: ResponseBodyWriter {
 extension DetachedConnection {
     /// Writes a whole response that was not detached, then closes the connection.
     func writeWhole(_ head: HTTPResponse, body: ByteBuffer) {
-        let channel = self.channel
-        channel.write(HTTPResponsePart.head(head), promise: nil)
-        if body.readableBytes > 0 { channel.write(HTTPResponsePart.body(body), promise: nil) }
-        channel.writeAndFlush(HTTPResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
+        if body.readableBytes > 0 {
+            writer.enqueue(channel, .write(.head(head)), .write(.body(body)), .endAndClose)
+        } else {
+            writer.enqueue(channel, .write(.head(head)), .endAndClose)
+        }
     }
 }

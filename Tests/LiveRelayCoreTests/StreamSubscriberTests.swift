@@ -17,6 +17,7 @@ struct StreamSubscriberTests {
 
     /// What the connection was given: the head's status, then each body chunk's text, then "end".
     static func written(_ channel: EmbeddedChannel) throws -> [String] {
+        channel.embeddedEventLoop.run()  // the writes queued for the connection's loop
         var parts: [String] = []
         while let part = try channel.readOutbound(as: HTTPResponsePart.self) {
             switch part {
