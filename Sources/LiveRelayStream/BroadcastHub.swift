@@ -19,7 +19,7 @@ public struct BroadcastEvent: Sendable, Hashable {
 ///
 /// Sequences are taken when a row is inserted, so a lower one can commit after a higher one. The hub never skips
 /// one: at a gap it holds later events back until the gap's row appears, or until every transaction that was running
-/// when the gap was seen has ended (then the row was rolled back and the gap is passed).
+/// when the gap was seen has ended (then the row was rolled back and the gap is passed): `GapTracker`.
 public final class BroadcastHub: Service, Sendable {
     /// What a subscriber receives.
     public enum Item: Sendable {
@@ -33,9 +33,7 @@ public final class BroadcastHub: Service, Sendable {
     }
 
     struct State {
-        var cursor: Int64 = -1
-        /// Gap sequence → the snapshot xmax when it was first seen.
-        var gaps: [Int64: Int64] = [:]
+        var order = GapTracker()
         var subscribers: [UUID: Subscriber] = [:]
         /// Channel → its subscribers, so an event reaches its readers without a scan of everyone.
         var byChannel: [String: Set<UUID>] = [:]
@@ -70,7 +68,7 @@ public final class BroadcastHub: Service, Sendable {
         let cursor = state.withLock { state in
             state.subscribers[id] = Subscriber(channels: channels, sink: sink)
             for channel in channels { state.byChannel[channel, default: []].insert(id) }
-            return state.cursor
+            return state.order.cursor
         }
         return (id, cursor)
     }
@@ -101,7 +99,7 @@ public final class BroadcastHub: Service, Sendable {
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
     /// True once the hub has read the log's position.
-    public var isStarted: Bool { state.withLock { $0.cursor >= 0 } }
+    public var isStarted: Bool { state.withLock { $0.order.isStarted } }
 
     /// Waits (bounded) until the hub knows the log's position, so a new subscriber misses nothing written after it.
     public func waitUntilStarted(timeout: Duration = .seconds(5)) async throws {
@@ -175,16 +173,16 @@ public final class BroadcastHub: Service, Sendable {
     }
 
     private func startCursor(on connection: PostgresConnection) async throws {
-        guard state.withLock({ $0.cursor }) < 0 else { return }
+        guard !isStarted else { return }
         var maximum: Int64 = 0
         for try await value in try await connection.query("SELECT coalesce(max(seq), 0)::int8 FROM broadcast_log", logger: logger)
             .decode(Int64.self) { maximum = value }
-        state.withLock { state in if state.cursor < 0 { state.cursor = maximum } }
+        state.withLock { $0.order.start(at: maximum) }
     }
 
     /// Reads what follows the cursor and delivers it in order.
     func poll(on connection: PostgresConnection) async throws -> (delivered: Int, heldBack: Bool) {
-        let cursor = state.withLock { $0.cursor }
+        let cursor = state.withLock { $0.order.cursor }
         var rows: [BroadcastEvent] = []
         var xmin: Int64 = 0
         var xmax: Int64 = 0
@@ -202,21 +200,8 @@ public final class BroadcastHub: Service, Sendable {
         }
         var deliveries: [(any StreamSink, UUID, BroadcastEvent)] = []
         let (passed, heldBack) = state.withLock { state -> (Int, Bool) in
-            var expected = state.cursor + 1, passed = 0
-            for row in rows {
-                while expected < row.sequence {
-                    let seenAt = state.gaps[expected] ?? xmax
-                    state.gaps[expected] = seenAt
-                    // Every transaction that could still insert this sequence has ended: it was rolled back.
-                    guard xmin >= seenAt else { return (passed, true) }
-                    state.gaps[expected] = nil
-                    state.cursor = expected
-                    expected += 1
-                }
-                state.gaps[row.sequence] = nil
-                state.cursor = row.sequence
-                expected = row.sequence + 1
-                passed += 1
+            let (passed, heldBack) = state.order.accept(rows, xmin: xmin, xmax: xmax)
+            for row in passed {
                 var readers = Set<UUID>()
                 for channel in row.channels { readers.formUnion(state.byChannel[channel] ?? []) }
                 readers.formUnion(state.byChannel[Self.everyChannel] ?? [])
@@ -224,7 +209,7 @@ public final class BroadcastHub: Service, Sendable {
                     if let subscriber = state.subscribers[id] { deliveries.append((subscriber.sink, id, row)) }
                 }
             }
-            return (passed, false)
+            return (passed.count, heldBack)
         }
         var slow = Set<UUID>()
         for (sink, id, event) in deliveries where !slow.contains(id) {

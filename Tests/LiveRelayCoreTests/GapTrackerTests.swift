@@ -1,0 +1,78 @@
+import Testing
+@testable import LiveRelayStream
+
+/// The stream's order on its own: every interleaving of commits and snapshots the hub can read, without PostgreSQL.
+@Suite("Broadcast log order (gaps)")
+struct GapTrackerTests {
+    static func rows(_ sequences: Int64...) -> [BroadcastEvent] {
+        sequences.map { BroadcastEvent(sequence: $0, channels: ["session:s"], name: "activity-update", data: "{}") }
+    }
+
+    static func passed(_ result: (passed: [BroadcastEvent], heldBack: Bool)) -> [Int64] {
+        result.passed.map(\.sequence)
+    }
+
+    @Test("not started until the log's position is read; the position is set once")
+    func start() {
+        var order = GapTracker()
+        #expect(!order.isStarted)
+        order.start(at: 41)
+        order.start(at: 99)
+        #expect(order.isStarted && order.cursor == 41)
+    }
+
+    @Test("rows in sequence pass in order and move the cursor")
+    func inSequence() {
+        var order = GapTracker(cursor: 10)
+        let result = order.accept(Self.rows(11, 12, 13), xmin: 500, xmax: 505)
+        #expect(Self.passed(result) == [11, 12, 13] && !result.heldBack && order.cursor == 13)
+        #expect(order.gaps.isEmpty)
+    }
+
+    @Test("a late commit: a gap holds later rows back until its row comes, then both pass in order")
+    func lateCommit() {
+        var order = GapTracker(cursor: 10)
+        // 12 committed; 11's transaction (say 500) is still running: xmin 500, xmax 505.
+        let first = order.accept(Self.rows(12), xmin: 500, xmax: 505)
+        #expect(Self.passed(first) == [] && first.heldBack && order.cursor == 10 && order.gaps == [11: 505])
+        // Read again while it still runs: still held, and the gap keeps the xmax it was first seen with.
+        let second = order.accept(Self.rows(12), xmin: 500, xmax: 530)
+        #expect(second.heldBack && order.gaps == [11: 505])
+        let third = order.accept(Self.rows(11, 12), xmin: 520, xmax: 530)
+        #expect(Self.passed(third) == [11, 12] && !third.heldBack && order.cursor == 12 && order.gaps.isEmpty)
+    }
+
+    @Test("a rolled-back sequence is passed once every transaction running when the gap was seen has ended")
+    func rolledBack() {
+        var order = GapTracker(cursor: 10)
+        #expect(order.accept(Self.rows(12, 13), xmin: 500, xmax: 505).heldBack)
+        // A transaction that started after the gap was seen (510) is still running: it cannot insert 11.
+        let result = order.accept(Self.rows(12, 13), xmin: 505, xmax: 520)
+        #expect(Self.passed(result) == [12, 13] && !result.heldBack && order.cursor == 13 && order.gaps.isEmpty)
+    }
+
+    @Test("one old transaction still running holds the gap, however late it is read")
+    func oldTransactionHolds() {
+        var order = GapTracker(cursor: 10)
+        #expect(order.accept(Self.rows(12), xmin: 500, xmax: 505).heldBack)
+        for xmax in stride(from: Int64(600), through: 900, by: 100) {
+            #expect(order.accept(Self.rows(12, 13), xmin: 504, xmax: xmax).heldBack)
+        }
+        #expect(order.cursor == 10)
+    }
+
+    @Test("rows pruned with the retention window are passed at once when nothing is running")
+    func prunedRange() {
+        var order = GapTracker(cursor: 10)
+        // 11…19 are gone from the log; nothing is running (xmin == xmax).
+        let result = order.accept(Self.rows(20, 21), xmin: 700, xmax: 700)
+        #expect(Self.passed(result) == [20, 21] && !result.heldBack && order.cursor == 21 && order.gaps.isEmpty)
+    }
+
+    @Test("the rows before a gap are passed; only those after it wait")
+    func passesUpToTheGap() {
+        var order = GapTracker(cursor: 10)
+        let result = order.accept(Self.rows(11, 13, 14), xmin: 500, xmax: 505)
+        #expect(Self.passed(result) == [11] && result.heldBack && order.cursor == 11 && order.gaps == [12: 505])
+    }
+}
