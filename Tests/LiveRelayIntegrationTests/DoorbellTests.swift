@@ -1,7 +1,7 @@
 import LiveRelayPostgres
 import Testing
 
-@Suite("Doorbell")
+@Suite("Doorbell", .timeLimit(.minutes(1)))
 struct DoorbellTests {
     @Test("a ring while nobody waits is kept for the next wait")
     func keptRing() async {

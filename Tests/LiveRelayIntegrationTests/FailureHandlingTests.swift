@@ -180,7 +180,10 @@ struct FailureHandlingTests {
             for n in 1...10 {
                 try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id LIKE 's-down-%'")
             }
-            #expect(h.simulator.pushes().isEmpty)
+            // Queued with the writes, durable while no relay runs: one row per activity and write.
+            let queued = try await h.rows(
+                "SELECT count(*)::int8 FROM delivery_outbox WHERE session_id LIKE 's-down-%'", as: Int64.self)
+            #expect(queued == [200])
             try await h.withRelay {
                 let pushes = try await h.waitForPushes { pushes in
                     tokens.allSatisfy { token in pushes.contains { $0.token == token && $0.n == 10 } }

@@ -60,7 +60,10 @@ struct StreamTests {
 
                 let minted = try await api.post("/v1/devices/\(device)/token", "{}", headers: RelayHTTP.admin)
                 guard case .string(let token)? = minted["token"] else { Issue.record("no token: \(minted.text)"); return }
-                #expect(!token.contains(Harness.adminToken))
+                // A device's token is not the admin's: it cannot follow every channel.
+                let bearer = [("Authorization", "Bearer \(token)")]
+                let every = try await api.request(.GET, "/v1/stream?channel=*", headers: bearer)
+                #expect(every.status == 403)
                 let forbidden = try await api.request(.GET, "/v1/stream?channel=device:\(other)", headers: [("Authorization", "Bearer \(token)")])
                 #expect(forbidden.status == 403 && forbidden["ok"] == .bool(false))
                 #expect(try await api.post("/v1/devices/\(other)/token", "{}", headers: [("Authorization", "Bearer \(token)")]).status == 403)
@@ -71,9 +74,13 @@ struct StreamTests {
                 let browser = try await SSEClient(port: port, query: "channel=device:\(device.uuidString.lowercased())&access_token=\(token)", headers: [])
                 #expect(browser.status == 200)
                 try await h.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'mine'), (\(other), 'theirs')")
-                let events = try await own.wait { !$0.isEmpty }
-                try await browser.wait { !$0.isEmpty }
-                #expect(events.count == 1 && events[0].json?.objectValue?["message"] == .string("mine"))
+                // A later write of the device's own marks the end: whatever the other device's write sent is before it.
+                try await h.sql(
+                    "UPDATE device_live_activity_message SET message = 'last' WHERE device_uuid = \(device)")
+                for stream in [own, browser] {
+                    let events = try await stream.wait { $0.last?.json?.objectValue?["message"] == .string("last") }
+                    #expect(events.map { $0.json?.objectValue?["message"] } == [.string("mine"), .string("last")])
+                }
 
                 // A pairing secret reads the sessions registered under it, and no others.
                 _ = try await api.post("/v1/activity/register", #"{"secret":"mine","sessionID":"ses_mine","activityToken":"\#(randomToken())"}"#)
