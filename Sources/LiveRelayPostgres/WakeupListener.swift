@@ -19,21 +19,13 @@ public final class WakeupListener: Service, Sendable {
     private let gateChanged = Doorbell()
 
     private struct State {
+        /// The consumers' doorbells, by their number in `gate`.
         var doorbells: [Doorbell] = []
         /// The webhook workers': rung by a `webhooks` notification, by `ringWebhooks` and at every (re)connect only
         /// (not by every wake-up: most pushes queue no webhook, and a claim per push doubled B1's latency).
         var webhookDoorbells: [Doorbell] = []
-        /// Consumers that share one queue (delivery workers): a wake-up rings just one of them.
-        var sharing: Set<Int> = []
-        var busy: Set<Int> = []
+        var gate = WakeupGate()
         var connected = false
-        /// What this relay's `relay_wakeup` row says, as far as we know: a writer that notifies has set it to busy.
-        var publishedIdle = false
-        /// Busy or idle changed since the row was last written.
-        var gateStale = false
-        /// Outbox rows that writers' notifications named, not yet taken by a worker, and when the first came.
-        var notifiedRows: [Int64] = []
-        var notifiedAt: ContinuousClock.Instant?
     }
 
     public init(connector: DatabaseConnector, logger: Logger) {
@@ -49,8 +41,7 @@ public final class WakeupListener: Service, Sendable {
         let doorbell = Doorbell()
         let id = state.withLock { state in
             state.doorbells.append(doorbell)
-            if sharesWork { state.sharing.insert(state.doorbells.count - 1) }
-            return state.doorbells.count - 1
+            return state.gate.register(sharesWork: sharesWork)
         }
         return (id, doorbell)
     }
@@ -80,7 +71,7 @@ public final class WakeupListener: Service, Sendable {
     /// worker that finds nothing to do re-scans, goes idle and rings one worker more (see `writeGate`).
     public func ringAfterBatch(from id: Int, full: Bool) {
         let doorbells = state.withLock { state in
-            state.doorbells.indices.filter { full ? $0 != id : !state.sharing.contains($0) }.map { state.doorbells[$0] }
+            state.gate.afterBatch(from: id, full: full).map { state.doorbells[$0] }
         }
         for doorbell in doorbells { doorbell.ring() }
     }
@@ -92,18 +83,8 @@ public final class WakeupListener: Service, Sendable {
     ///   counts as busy until it reports idle (it claims the writer's rows; until then another consumer that finds
     ///   nothing must not publish the relay idle in the middle of that batch).
     func ringForWakeUp(notified: Bool = false, rows: [Int64] = []) {
-        let doorbells = state.withLock { state -> [Doorbell] in
-            if notified { state.publishedIdle = false }
-            if !rows.isEmpty, state.notifiedRows.isEmpty { state.notifiedAt = .now }
-            state.notifiedRows += rows
-            // Only a hint (the general claim finds every row): never let it grow while no worker takes it.
-            if state.notifiedRows.count > 1_000 { state.notifiedRows.removeFirst(state.notifiedRows.count - 1_000) }
-            var ring = state.doorbells.indices.filter { !state.sharing.contains($0) }
-            if let worker = state.sharing.sorted().first(where: { !state.busy.contains($0) }) {
-                ring.append(worker)
-                if notified { state.busy.insert(worker) }
-            }
-            return ring.map { state.doorbells[$0] }
+        let doorbells = state.withLock { state in
+            state.gate.wakeUp(notified: notified, rows: rows, at: .now).map { state.doorbells[$0] }
         }
         for doorbell in doorbells { doorbell.ring() }
     }
@@ -112,12 +93,7 @@ public final class WakeupListener: Service, Sendable {
     /// A worker claims them by primary key; any it does not get are found by its general claim.
     /// `since`: when the first of them was notified (for the batch's log line).
     public func takeNotifiedRows(limit: Int) -> (rows: [Int64], since: ContinuousClock.Instant?) {
-        state.withLock { state in
-            let taken = Array(state.notifiedRows.prefix(limit))
-            state.notifiedRows.removeFirst(taken.count)
-            defer { if state.notifiedRows.isEmpty { state.notifiedAt = nil } }
-            return (taken, state.notifiedAt)
-        }
+        state.withLock { $0.gate.takeNotifiedRows(limit: limit) }
     }
 
     /// The row ids of a wake-up's payload ("12,13"; empty for a wake-up that names none).
@@ -127,23 +103,12 @@ public final class WakeupListener: Service, Sendable {
 
     /// A consumer found work: writers need not wake us while it drains.
     public func reportBusy(_ id: Int) {
-        // After a wake-up the row already says busy (the writer that notified marked it): nothing to write then.
-        let changed = state.withLock { state in
-            let changed = state.busy.insert(id).inserted && state.busy.count == 1 && state.publishedIdle
-            if changed { state.gateStale = true }
-            return changed
-        }
-        if changed { gateChanged.ring() }
+        if state.withLock({ $0.gate.reportBusy(id) }) { gateChanged.ring() }
     }
 
     /// A consumer has drained everything it saw.
     public func reportIdle(_ id: Int) {
-        let changed = state.withLock { state in
-            let changed = (state.busy.remove(id) != nil || !state.publishedIdle) && state.busy.isEmpty
-            if changed { state.gateStale = true }
-            return changed
-        }
-        if changed { gateChanged.ring() }
+        if state.withLock({ $0.gate.reportIdle(id) }) { gateChanged.ring() }
     }
 
     /// True while the LISTEN connection is up.
@@ -211,10 +176,7 @@ public final class WakeupListener: Service, Sendable {
                 open = try await follow(open, on: connection)
                 recheck = min(recheck * 2, .seconds(1))
             }
-            let stale = state.withLock { state in
-                defer { state.gateStale = false }
-                return state.gateStale
-            }
+            let stale = state.withLock { $0.gate.takeStale() }
             if stale || ContinuousClock.now >= written + .seconds(30) {
                 open = try await writeGate(on: connection)
                 written = .now
@@ -229,10 +191,7 @@ public final class WakeupListener: Service, Sendable {
     /// read the row); `follow` has the consumers look again whenever some of them end.
     private func writeGate(on connection: PostgresConnection) async throws -> [String] {
         // Set before writing: a notification that arrives meanwhile (a writer marking us busy) must win.
-        let idle = state.withLock { state in
-            state.publishedIdle = state.busy.isEmpty
-            return state.busy.isEmpty
-        }
+        let idle = state.withLock { $0.gate.publish() }
         try await connection.query("""
             INSERT INTO relay_wakeup (instance_id, idle, updated_at) VALUES (\(instanceID), \(idle), now())
             ON CONFLICT (instance_id) DO UPDATE SET idle = excluded.idle, updated_at = excluded.updated_at
@@ -250,7 +209,7 @@ public final class WakeupListener: Service, Sendable {
     /// relay has stayed idle (when it was woken it looks until it finds nothing, and its next idle period follows the
     /// writers open then).
     private func follow(_ open: [String], on connection: PostgresConnection) async throws -> [String] {
-        guard state.withLock({ $0.publishedIdle }) else { return [] }
+        guard state.withLock({ $0.gate.followsOpenWriters }) else { return [] }
         var still: [String] = []
         for try await xid in try await connection.query("""
             SELECT x::text FROM unnest(\(open)::text[]) AS x WHERE pg_xact_status(x::xid8) = 'in progress'

@@ -1,0 +1,98 @@
+/// Which consumers a wake-up rings, and what this relay's `relay_wakeup` row must say, as a value: no connection,
+/// no lock, no clock (the caller passes the time). `WakeupListener` performs what it decides: rings doorbells,
+/// writes the row, follows the writers that were open when the row said idle.
+///
+/// Writers only NOTIFY while some relay's row says idle, and the first writer to find it idle marks it busy. So the
+/// row must say idle only when no delivery worker is draining (or a writer that read "busy" would be left for the
+/// poll), and a wake-up must count its worker busy until that worker reports idle (or another consumer that finds
+/// nothing would publish the relay idle in the middle of the woken batch).
+struct WakeupGate: Sendable {
+    /// A consumer's number, in the order they registered (the listener's doorbells).
+    typealias Consumer = Int
+
+    private(set) var consumers = 0
+    /// Consumers of one shared queue (delivery workers): a wake-up rings one of them; only they count for the row.
+    private(set) var sharing: Set<Consumer> = []
+    private(set) var busy: Set<Consumer> = []
+    /// What this relay's row says, as far as the relay knows: a writer that notifies has set it to busy.
+    private(set) var publishedIdle = false
+    /// Busy or idle changed since the row was last written.
+    private(set) var stale = false
+    /// Outbox rows that writers' notifications named, not yet taken by a worker, and when the first came.
+    private var notifiedRows: [Int64] = []
+    private var notifiedAt: ContinuousClock.Instant?
+
+    /// At most this many named rows wait (the names are only a hint: the general claim finds every row).
+    static let notifiedRowsKept = 1_000
+
+    mutating func register(sharesWork: Bool) -> Consumer {
+        if sharesWork { sharing.insert(consumers) }
+        consumers += 1
+        return consumers - 1
+    }
+
+    /// A wake-up (`notified`: a writer's notification, naming `rows`; else the relay's own re-scan): every consumer
+    /// that does not share work, and the first idle worker, which counts as busy after a writer's notification.
+    mutating func wakeUp(notified: Bool, rows: [Int64] = [], at now: ContinuousClock.Instant) -> [Consumer] {
+        if notified { publishedIdle = false }
+        if !rows.isEmpty, notifiedRows.isEmpty { notifiedAt = now }
+        notifiedRows += rows
+        if notifiedRows.count > Self.notifiedRowsKept {
+            notifiedRows.removeFirst(notifiedRows.count - Self.notifiedRowsKept)
+        }
+        var ring = (0..<consumers).filter { !sharing.contains($0) }
+        if let worker = sharing.sorted().first(where: { !busy.contains($0) }) {
+            ring.append(worker)
+            if notified { busy.insert(worker) }
+        }
+        return ring
+    }
+
+    /// The named rows (at most `limit`; the rest stay for the next worker), and when the first of them was named.
+    mutating func takeNotifiedRows(limit: Int) -> (rows: [Int64], since: ContinuousClock.Instant?) {
+        let taken = Array(notifiedRows.prefix(limit))
+        notifiedRows.removeFirst(taken.count)
+        let since = notifiedAt
+        if notifiedRows.isEmpty { notifiedAt = nil }
+        return (taken, since)
+    }
+
+    /// After a worker's batch: the consumers that are not workers look for what writers committed without
+    /// notifying; after a full batch (more work than one batch) every other consumer too.
+    func afterBatch(from worker: Consumer, full: Bool) -> [Consumer] {
+        (0..<consumers).filter { full ? $0 != worker : !sharing.contains($0) }
+    }
+
+    /// A consumer found work. True when the row must be rewritten (it said idle); after a wake-up it already says
+    /// busy (the writer that notified marked it).
+    mutating func reportBusy(_ consumer: Consumer) -> Bool {
+        let changed = busy.insert(consumer).inserted && busy.count == 1 && publishedIdle
+        if changed { stale = true }
+        return changed
+    }
+
+    /// A consumer drained everything it saw. True when the row must be rewritten (the relay is idle now).
+    mutating func reportIdle(_ consumer: Consumer) -> Bool {
+        let changed = (busy.remove(consumer) != nil || !publishedIdle) && busy.isEmpty
+        if changed { stale = true }
+        return changed
+    }
+
+    /// Whether the row must be rewritten; the listener is about to.
+    mutating func takeStale() -> Bool {
+        defer { stale = false }
+        return stale
+    }
+
+    /// The row is about to be written: what it says (idle when no worker is busy). Set before the write, so that a
+    /// writer's notification that arrives meanwhile (marking the row busy) wins.
+    mutating func publish() -> Bool {
+        publishedIdle = busy.isEmpty
+        return publishedIdle
+    }
+
+    /// Whether the writers that were open when the row said idle still matter: a writer that read "busy" just before
+    /// may commit rows nobody was woken for. Once woken, the relay looks until it finds nothing, and its next idle
+    /// period follows the writers open then.
+    var followsOpenWriters: Bool { publishedIdle }
+}
