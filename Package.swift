@@ -232,7 +232,7 @@ let package = Package(
             name: "LiveRelayCoreTests",
             dependencies: [
                 "LiveRelayCore", "LiveRelayAPNs", "LiveRelayHTTP2Client", "LiveRelayFCM", "LiveRelayHTTP",
-                "LiveRelayHTTPServer", "LiveRelayStream", "LiveRelayPostgres",
+                "LiveRelayHTTPServer", "LiveRelayStream", "LiveRelayPostgres", "LiveRelayDelivery",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),

@@ -28,7 +28,8 @@ public struct RetryPolicy: Sendable, Hashable {
     ///   - ageSeconds: how long ago the delivery was enqueued.
     ///   - retryAfterSeconds: APNs' `retry-after`, honoured as a lower bound.
     ///   - random: a number in 0...1 (injected so tests control jitter).
-    public func nextDelay(afterAttempt attempt: Int, ageSeconds: Double, retryAfterSeconds: Double?, random: Double) -> Double? {
+    public func nextDelay(afterAttempt attempt: Int, ageSeconds: Double, retryAfterSeconds: Double?,
+                          random: Double) -> Double? {
         guard attempt < maximumAttempts else { return nil }
         let bounds = delayBounds(afterAttempt: attempt)
         var delay = bounds.lowerBound + (bounds.upperBound - bounds.lowerBound) * min(max(random, 0), 1)
@@ -43,5 +44,29 @@ public struct RetryPolicy: Sendable, Hashable {
         var result = 1.0
         for _ in 0..<Int(exponent) { result *= 2 }
         return result
+    }
+}
+
+/// What becomes of a delivery that did not get through: another attempt later, or the end, with the sentence that
+/// `delivery_log` (or the webhook log) records.
+public enum RetryDecision: Sendable, Hashable {
+    case retry(delaySeconds: Double, note: String)
+    case giveUp(note: String)
+}
+
+extension RetryPolicy {
+    /// Decides after a failed attempt; one wording for every queue.
+    /// - Parameters:
+    ///   - attempts: attempts made before this one.
+    ///   - enqueuedAt: when the delivery (its oldest row) was queued, epoch seconds; `now` likewise.
+    ///   - random: a number in 0...1 for the jitter.
+    public func decide(attempts: Int, enqueuedAt: Double, now: Double, retryAfterSeconds: Double?, random: Double,
+                       error: String) -> RetryDecision {
+        let attempt = attempts + 1
+        guard let delay = nextDelay(afterAttempt: attempt, ageSeconds: now - enqueuedAt,
+                                    retryAfterSeconds: retryAfterSeconds, random: random) else {
+            return .giveUp(note: "gave up after \(attempt) attempts: \(error)")
+        }
+        return .retry(delaySeconds: delay, note: "\(error); next attempt in \(Int(delay * 1000)) ms")
     }
 }

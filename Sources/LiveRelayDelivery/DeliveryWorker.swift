@@ -189,8 +189,16 @@ public final class DeliveryWorker: Service, Sendable {
         }
         let results = await deliver(plan.pushes)
         let sent = clock.now
+        let recorder = OutcomeRecorder(retry: configuration.retry, configured: Set(transports.keys))
         for (push, result) in zip(plan.pushes, results) {
-            record(result, of: push, into: &outcome)
+            let dead = recorder.record(result, of: push, now: Date().timeIntervalSince1970,
+                                       random: .random(in: 0...1), into: &outcome)
+            if let dead {
+                logger.info("token invalidated", metadata: [
+                    "token": "\(redactedToken(dead.token))", "reason": "\(dead.reason)",
+                    "transport": "\(dead.transport.rawValue)",
+                ])
+            }
         }
         let queuedWebhooks = try await store.record(outcome, on: connection)
         logger.debug("batch", metadata: [

@@ -1,29 +1,47 @@
 import Foundation
 import LiveRelayCore
 import LiveRelayPostgres
-import Logging
 
-/// How a batch records each push's answer: finished, retried with backoff, a dead token retired, a lifecycle event.
-extension DeliveryWorker {
-    func record(_ result: DeliveryResult, of push: DeliveryPlanner.Push, into outcome: inout BatchOutcome) {
+/// How a batch records each push's answer, as a pure function of the push, the answer, the time and a random number:
+/// finished, retried with backoff, a dead token retired, an environment learnt, a lifecycle event. The delivery
+/// worker calls it with the clock and the random source; tests call it with their own.
+struct OutcomeRecorder: Sendable {
+    let retry: RetryPolicy
+    /// The transports this relay has; a push for another was never sent (no transport in its log row).
+    let configured: Set<TransportKind>
+
+    /// A token the answer declared dead, for the worker's log line.
+    struct DeadToken: Equatable {
+        var token: String
+        var reason: String
+        var transport: TransportKind
+    }
+
+    /// Adds what `result` means for `push` to `outcome`; `now` in epoch seconds, `random` in 0...1 (retry jitter).
+    @discardableResult
+    func record(_ result: DeliveryResult, of push: DeliveryPlanner.Push, now: Double, random: Double,
+                into outcome: inout BatchOutcome) -> DeadToken? {
         let newest = push.rows[0]
-        let latency = (Date().timeIntervalSince1970 - newest.enqueuedAt) * 1000
+        let latency = (now - newest.enqueuedAt) * 1000
         let delivery = push.delivery
         let transport = delivery.platform.transport
-        let configured = transports[transport] != nil
+        let isConfigured = configured.contains(transport)
         func log(_ row: OutboxRow, _ status: DeliveryStatus, _ error: String?, answered: Bool) -> DeliveryLogEntry {
-            DeliveryLogEntry(
-                row: row, status: status, error: error, transport: configured ? transport : nil,
+            var entry = DeliveryLogEntry(
+                row: row, status: status, error: error, transport: isConfigured ? transport : nil,
                 pushType: result.pushType, environment: result.environment, token: delivery.token,
                 providerStatus: answered ? result.providerStatus : nil,
                 providerReason: answered ? result.providerReason : nil,
-                latencyMilliseconds: row.id == newest.id && configured ? latency : nil)
+                latencyMilliseconds: row.id == newest.id && isConfigured ? latency : nil)
+            if row.id == newest.id {
+                entry.priority = delivery.priority
+                entry.priorityReason = delivery.priorityReason
+            }
+            return entry
         }
         func finish(_ status: DeliveryStatus, _ error: String?, deadToken: Bool = false) {
             outcome.finishedRowIDs += push.rows.map(\.id)
             var entry = log(newest, status, error, answered: true)
-            entry.priority = delivery.priority
-            entry.priorityReason = delivery.priorityReason
             if newest.activityID != nil {
                 entry.lifecycle = LifecycleEvent.forOutcome(
                     kind: newest.kind, event: LiveActivityEvent(rawValue: push.eventType), status: status,
@@ -34,24 +52,21 @@ extension DeliveryWorker {
                 log($0, .coalesced, "superseded by outbox row \(newest.id)", answered: false)
             }
         }
+        func retryLater(after retryAfter: Double?, error: String) {
+            let decision = retry.decide(
+                attempts: push.rows.map(\.attempts).max() ?? 0,
+                enqueuedAt: push.rows.map(\.enqueuedAt).min() ?? newest.enqueuedAt, now: now,
+                retryAfterSeconds: retryAfter, random: random, error: error)
+            switch decision {
+            case .retry(let delay, let note):
+                outcome.retries += push.rows.map { .init(rowID: $0.id, delaySeconds: delay, error: error) }
+                outcome.logs.append(log(newest, .retrying, note, answered: true))
+            case .giveUp(let note):
+                finish(.failed, note)
+            }
+        }
         let answer = result.providerStatus.map {
             "\(transport.rawValue.uppercased()) \($0) \(result.providerReason ?? "")"
-        }
-        func retry(after retryAfter: Double?, error: String) {
-            let attempts = push.rows.map(\.attempts).max() ?? 0
-            let age = Date().timeIntervalSince1970 - (push.rows.map(\.enqueuedAt).min() ?? newest.enqueuedAt)
-            if let delay = configuration.retry.nextDelay(
-                afterAttempt: attempts + 1, ageSeconds: age, retryAfterSeconds: retryAfter,
-                random: Double.random(in: 0...1)) {
-                outcome.retries += push.rows.map { .init(rowID: $0.id, delaySeconds: delay, error: error) }
-                let next = "\(error); next attempt in \(Int(delay * 1000)) ms"
-                var entry = log(newest, .retrying, next, answered: true)
-                entry.priority = delivery.priority
-                entry.priorityReason = delivery.priorityReason
-                outcome.logs.append(entry)
-            } else {
-                finish(.failed, "gave up after \(attempts + 1) attempts: \(error)")
-            }
         }
         switch result.outcome {
         case .delivered:
@@ -66,10 +81,6 @@ extension DeliveryWorker {
         case .deadToken:
             let reason = result.providerReason ?? "InvalidToken"
             finish(.failed, "token invalidated: \(reason)", deadToken: true)
-            logger.info("token invalidated", metadata: [
-                "token": "\(redactedToken(delivery.token))", "reason": "\(reason)",
-                "transport": "\(transport.rawValue)",
-            ])
             switch newest.kind {
             case .activity:
                 if let id = push.activityID {
@@ -80,14 +91,16 @@ extension DeliveryWorker {
             case .alert: outcome.deadDeviceTokens.append(delivery.token)
             case .start: outcome.deadStartTokens.append(delivery.token)
             }
+            return DeadToken(token: delivery.token, reason: reason, transport: transport)
         case .retry(let retryAfter):
-            retry(after: retryAfter, error: result.error ?? answer ?? "no answer")
+            retryLater(after: retryAfter, error: result.error ?? answer ?? "no answer")
         case .credentialsRejected:
             // The service refused credentials minted a moment ago (a revoked key, a clock far off): the message is
             // fine, so it waits with backoff for the operator to fix the credentials rather than being dropped.
-            retry(after: nil, error: "\(answer ?? "refused"): credentials refused even after minting new ones")
+            retryLater(after: nil, error: "\(answer ?? "refused"): credentials refused even after minting new ones")
         case .rejected:
             finish(.failed, result.providerReason ?? result.error ?? answer ?? "rejected")
         }
+        return nil
     }
 }

@@ -216,16 +216,19 @@ public final class WebhookWorker: Service, Sendable {
             return .init(rowID: row.id, status: .sent, error: nil, httpStatus: result.httpStatus,
                          latencyMilliseconds: (now - row.enqueuedAt) * 1000)
         }
-        let error = result.error ?? "not delivered"
-        if let delay = retry.nextDelay(afterAttempt: row.attempts + 1, ageSeconds: now - row.enqueuedAt,
-                                       retryAfterSeconds: result.retryAfterSeconds, random: .random(in: 0...1)) {
-            return .init(rowID: row.id, status: .retrying, error: "\(error); next attempt in \(Int(delay * 1000)) ms",
-                         httpStatus: result.httpStatus, latencyMilliseconds: nil, retryDelaySeconds: delay)
+        let decision = retry.decide(
+            attempts: row.attempts, enqueuedAt: row.enqueuedAt, now: now, retryAfterSeconds: result.retryAfterSeconds,
+            random: .random(in: 0...1), error: result.error ?? "not delivered")
+        switch decision {
+        case .retry(let delay, let note):
+            return .init(rowID: row.id, status: .retrying, error: note, httpStatus: result.httpStatus,
+                         latencyMilliseconds: nil, retryDelaySeconds: delay)
+        case .giveUp(let note):
+            logger.warning("webhook given up after a day of retries", metadata: [
+                "event_id": "\(row.request.eventID)", "endpoint": "\(row.endpointID)",
+            ])
+            return .init(rowID: row.id, status: .failed, error: note, httpStatus: result.httpStatus,
+                         latencyMilliseconds: nil)
         }
-        logger.warning("webhook given up after a day of retries", metadata: [
-            "event_id": "\(row.request.eventID)", "endpoint": "\(row.endpointID)",
-        ])
-        return .init(rowID: row.id, status: .failed, error: "gave up after \(row.attempts + 1) attempts: \(error)",
-                     httpStatus: result.httpStatus, latencyMilliseconds: nil)
     }
 }
