@@ -14,29 +14,18 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     typealias OutboundOut = HTTP2Frame
     typealias Completion = (Result<HTTP2Response, HTTP2ClientError>) -> Void
 
-    private struct Stream {
-        var completion: Completion
-        var status: Int?
-        var headers: HPACKHeaders = [:]
-        var body: ByteBuffer?
-    }
-
-    /// The most response body kept per stream (push services answer with a small JSON object).
-    static let maximumBodyBytes = 16 * 1024
     /// Received DATA bytes acknowledged to the peer with one connection-level WINDOW_UPDATE.
     static let windowUpdateThreshold = 32 * 1024
 
     private var context: ChannelHandlerContext?
     /// Succeeds once the connection is active and the HTTP/2 preface has gone out: only then may streams open.
     let ready: EventLoopPromise<Void>
-    private var streams: [HTTP2StreamID: Stream] = [:]
-    private var nextStreamID: Int32 = 1
+    private var table = HTTP2StreamTable<Completion>()
     private var unacknowledgedBytes = 0
-    private var closing = false
 
     /// False once the peer sent GOAWAY, the connection closed, or stream IDs are running out: new requests go to a
     /// new connection, and this one closes when its last stream is answered.
-    var isUsable: Bool { context != nil && !closing }
+    var isUsable: Bool { context != nil && !table.closing }
 
     init(eventLoop: any EventLoop) {
         self.ready = eventLoop.makePromise(of: Void.self)
@@ -60,23 +49,20 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     /// Writes one request without flushing. The completion runs once, on this event loop. Returns the stream ID.
     @discardableResult
     func write(headers: HPACKHeaders, body: ByteBuffer, completion: @escaping Completion) -> HTTP2StreamID? {
-        guard let context, !closing else {
+        guard let context, let streamID = table.open(completion) else {
             completion(.failure(.notProcessed("the connection is closing")))
             return nil
         }
-        let streamID = HTTP2StreamID(nextStreamID)
-        nextStreamID += 2
-        if nextStreamID > Int32.max - 4 { closing = true }
-        streams[streamID] = Stream(completion: completion)
         let written = context.eventLoop.makePromise(of: Void.self)
-        context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))), promise: nil)
-        context.write(
-            wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(body), endStream: true)))),
-            promise: written)
+        let head = HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers)))
+        let data = HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(body), endStream: true)))
+        context.write(wrapOutboundOut(head), promise: nil)
+        context.write(wrapOutboundOut(data), promise: written)
         written.futureResult.assumeIsolated().whenFailure { [weak self] error in
             // The request did not leave whole (the connection went away, or the stream was refused before it
             // opened), so the server cannot have processed it.
-            self?.fail(streamID, .notProcessed("\(error)"))
+            guard let self else { return }
+            perform(self.table.notSent(streamID, because: "\(error)"))
         }
         return streamID
     }
@@ -87,13 +73,14 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
 
     /// Forgets a request whose deadline passed and resets its stream.
     func cancel(_ streamID: HTTP2StreamID) {
-        guard streams.removeValue(forKey: streamID) != nil, let context else { return }
-        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
+        guard table.cancel(streamID), let context else { return }
+        context.writeAndFlush(
+            wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
         closeIfDrained()
     }
 
     func close() {
-        closing = true
+        table.close()
         context?.close(promise: nil)
     }
 
@@ -104,39 +91,16 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
         let streamID = frame.streamID
         switch frame.payload {
         case .headers(let headers):
-            guard var stream = streams[streamID] else { return }
-            if stream.status == nil, let status = headers.headers.first(name: ":status").flatMap({ Int($0) }) {
-                if (100..<200).contains(status) { return }  // informational
-                stream.status = status
-                stream.headers = headers.headers
-            }
-            if headers.endStream {
-                streams[streamID] = nil
-                complete(stream)
-            } else {
-                streams[streamID] = stream
-            }
+            perform(table.headers(headers.headers, endStream: headers.endStream, on: streamID))
         case .data(let data):
             acknowledge(data.data.readableBytes + (data.paddingBytes.map { $0 + 1 } ?? 0), context: context)
-            guard var stream = streams[streamID] else { return }
-            if case .byteBuffer(var chunk) = data.data,
-               (stream.body?.readableBytes ?? 0) + chunk.readableBytes <= Self.maximumBodyBytes {
-                if stream.body == nil { stream.body = chunk } else { stream.body!.writeBuffer(&chunk) }
-            }
-            if data.endStream {
-                streams[streamID] = nil
-                complete(stream)
-            } else {
-                streams[streamID] = stream
-            }
+            let chunk: ByteBuffer
+            if case .byteBuffer(let buffer) = data.data { chunk = buffer } else { chunk = ByteBuffer() }
+            perform(table.data(chunk, endStream: data.endStream, on: streamID))
         case .rstStream(let code):
-            fail(streamID, code == .refusedStream ? .notProcessed("REFUSED_STREAM") : .streamReset("\(code)"))
+            perform(table.reset(streamID, code: code))
         case .goAway(let lastStreamID, let code, _):
-            closing = true
-            for id in streams.keys where id > lastStreamID {
-                fail(id, .notProcessed("GOAWAY \(code) after stream \(lastStreamID)"))
-            }
-            closeIfDrained()
+            perform(table.goAway(lastStreamID: lastStreamID, code: code))
         default:
             break
         }
@@ -146,18 +110,11 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
         switch event {
         case let closed as StreamClosedEvent:
             // Normally every stream was answered before it closed; this catches streams NIOHTTP2 closed itself.
-            if let stream = streams[closed.streamID] {
-                if closed.reason == nil, stream.status != nil {
-                    streams[closed.streamID] = nil
-                    complete(stream)
-                } else {
-                    let code = closed.reason ?? .protocolError
-                    fail(closed.streamID, code == .refusedStream ? .notProcessed("REFUSED_STREAM") : .streamReset("\(code)"))
-                }
-            }
+            perform(table.closed(closed.streamID, reason: closed.reason))
         case TLSUserEvent.handshakeCompleted(let negotiated):
             if negotiated != "h2" {
-                failAll(.protocolError("the server did not agree to HTTP/2 (ALPN: \(negotiated ?? "none"))"))
+                let alpn = negotiated ?? "none"
+                perform(table.fail(all: .protocolError("the server did not agree to HTTP/2 (ALPN: \(alpn))")))
                 close()
             }
         default:
@@ -167,16 +124,14 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        closing = true
         ready.fail(HTTP2ClientError.connectionClosed)
-        failAll(.connectionClosed)
+        perform(table.fail(all: .connectionClosed))
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        closing = true
         ready.fail(HTTP2ClientError.protocolError("\(error)"))
-        failAll(.protocolError("\(error)"))
+        perform(table.fail(all: .protocolError("\(error)")))
         context.close(promise: nil)
     }
 
@@ -188,33 +143,22 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
         if unacknowledgedBytes >= Self.windowUpdateThreshold {
             let increment = unacknowledgedBytes
             unacknowledgedBytes = 0
-            context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))),
-                                  promise: nil)
+            let update = HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment))
+            context.writeAndFlush(wrapOutboundOut(update), promise: nil)
         }
     }
 
-    private func complete(_ stream: Stream) {
-        defer { closeIfDrained() }
-        guard let status = stream.status else {
-            stream.completion(.failure(.protocolError("the stream ended without a :status")))
-            return
-        }
-        stream.completion(.success(HTTP2Response(status: status, headers: stream.headers, body: stream.body)))
-    }
-
-    private func fail(_ streamID: HTTP2StreamID, _ error: HTTP2ClientError) {
-        guard let stream = streams.removeValue(forKey: streamID) else { return }
-        stream.completion(.failure(error))
+    /// Hands answers to their waiters, then closes the connection if it is closing and nothing waits.
+    private func perform(_ answers: [HTTP2StreamTable<Completion>.Answer]) {
+        for answer in answers { answer.waiter(answer.result) }
         closeIfDrained()
     }
 
-    private func failAll(_ error: HTTP2ClientError) {
-        let failed = streams
-        streams = [:]
-        for (_, stream) in failed { stream.completion(.failure(error)) }
+    private func perform(_ answer: HTTP2StreamTable<Completion>.Answer?) {
+        perform(answer.map { [$0] } ?? [])
     }
 
     private func closeIfDrained() {
-        if closing, streams.isEmpty, let context { context.close(promise: nil) }
+        if table.isDrained, let context { context.close(promise: nil) }
     }
 }
