@@ -186,6 +186,7 @@ let package = Package(
             name: "LiveRelayDevSupport",
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
@@ -233,6 +234,7 @@ let package = Package(
             dependencies: [
                 "LiveRelayCore", "LiveRelayAPNs", "LiveRelayHTTP2Client", "LiveRelayFCM", "LiveRelayHTTP",
                 "LiveRelayHTTPServer", "LiveRelayStream", "LiveRelayPostgres", "LiveRelayDelivery",
+                "LiveRelayDevSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),

@@ -79,7 +79,7 @@ extension APNsSimulator {
         }
         let jwt = String(authorization.dropFirst("bearer ".count))
         let known = state.withLock { $0.providerTokens[jwt] }
-        guard let claims = known ?? (try? ProviderTokenJWT.verify(jwt, publicKey: credentials.publicKey)) else {
+        guard let claims = known ?? ProviderToken(verifying: jwt, key: credentials.publicKey) else {
             throw Rejection(status: 403, reason: "InvalidProviderToken", detail: "the ES256 signature does not verify")
         }
         if let keyID = credentials.keyID, claims.keyID != keyID {

@@ -37,7 +37,7 @@ public final class APNsSimulator: Sendable {
         var responses: [String: Int] = [:]
         /// Provider tokens whose signature verified, by token text: APNs checks a token once and then trusts it
         /// (an ES256 verification per request would make the simulator, not the relay, the bottleneck of a test).
-        var providerTokens: [String: ProviderTokenJWT.Claims] = [:]
+        var providerTokens: [String: ProviderToken] = [:]
     }
 
     let credentials: Credentials

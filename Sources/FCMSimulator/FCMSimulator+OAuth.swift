@@ -33,9 +33,9 @@ extension FCMSimulator {
         guard let assertion = form["assertion"] else {
             return refuse("invalid_request", "Missing required parameter: assertion")
         }
-        let claims: OAuthAssertionJWT.Claims
+        let claims: OAuthAssertion
         do {
-            claims = try OAuthAssertionJWT.verify(assertion, publicKey: publicKey)
+            claims = try OAuthAssertion(verifying: assertion, key: publicKey)
         } catch {
             return refuse("invalid_grant", "Invalid JWT Signature.")
         }
@@ -47,7 +47,7 @@ extension FCMSimulator {
         if claims.audience != tokenURI {
             return refuse("invalid_grant", "Invalid JWT: aud \(claims.audience) is not \(tokenURI)")
         }
-        if !claims.scope.split(separator: " ").contains(Substring(OAuthAssertionJWT.firebaseMessagingScope)) {
+        if !claims.scope.split(separator: " ").contains(Substring(OAuthAssertion.firebaseMessagingScope)) {
             return refuse("invalid_scope", "the scope does not include firebase.messaging")
         }
         if claims.expiresAt - claims.issuedAt > 3600 || claims.expiresAt <= claims.issuedAt {

@@ -40,7 +40,7 @@ public final class FCMSimulator: Sendable {
         var messages: [RecordedMessage] = []
         var sequence = 0
         var responses: [String: Int] = [:]
-        var assertions: [OAuthAssertionJWT.Claims] = []
+        var assertions: [OAuthAssertion] = []
         var accessTokens: [String: AccessToken] = [:]
         var tokenURI: String
     }

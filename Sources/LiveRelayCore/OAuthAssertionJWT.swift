@@ -10,22 +10,6 @@ public enum OAuthAssertionJWT {
     /// The longest lifetime Google accepts for an assertion.
     public static let lifetimeSeconds: Int64 = 3600
 
-    /// The claims of an assertion.
-    public struct Claims: Sendable, Hashable {
-        public var keyID: String
-        public var issuer: String
-        public var scope: String
-        public var audience: String
-        public var issuedAt: Int64
-        public var expiresAt: Int64
-    }
-
-    /// Why an assertion was refused.
-    public enum VerificationError: Error, Hashable {
-        case malformed
-        case badSignature
-    }
-
     /// Signs an assertion for `account`, issued at `issuedAt` (epoch seconds), valid for an hour.
     public static func make(account: FCMServiceAccount, issuedAt: Int64) throws -> String {
         let key = try _RSA.Signing.PrivateKey(pemRepresentation: account.privateKeyPEM)
@@ -40,31 +24,5 @@ public enum OAuthAssertionJWT {
             + base64URLEncoded(Data(claims.compactBytes))
         let signature = try key.signature(for: Data(signingInput.utf8), padding: .insecurePKCS1v1_5)
         return signingInput + "." + base64URLEncoded(signature.rawRepresentation)
-    }
-
-    /// Verifies an assertion's RS256 signature and returns its claims.
-    public static func verify(_ token: String, publicKey: _RSA.Signing.PublicKey) throws -> Claims {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3,
-              let headerData = ProviderTokenJWT.decodeBase64URL(String(parts[0])),
-              let claimsData = ProviderTokenJWT.decodeBase64URL(String(parts[1])),
-              let signatureData = ProviderTokenJWT.decodeBase64URL(String(parts[2])),
-              case .object(let header)? = try? JSONValue(parsing: String(decoding: headerData, as: UTF8.self)),
-              case .object(let claims)? = try? JSONValue(parsing: String(decoding: claimsData, as: UTF8.self)),
-              header["alg"] == .string("RS256"),
-              case .string(let keyID)? = header["kid"],
-              case .string(let issuer)? = claims["iss"],
-              case .string(let scope)? = claims["scope"],
-              case .string(let audience)? = claims["aud"],
-              case .integer(let issuedAt)? = claims["iat"],
-              case .integer(let expiresAt)? = claims["exp"]
-        else { throw VerificationError.malformed }
-        let signature = _RSA.Signing.RSASignature(rawRepresentation: signatureData)
-        let signed = Data((parts[0] + "." + parts[1]).utf8)
-        guard publicKey.isValidSignature(signature, for: signed, padding: .insecurePKCS1v1_5) else {
-            throw VerificationError.badSignature
-        }
-        return Claims(keyID: keyID, issuer: issuer, scope: scope, audience: audience, issuedAt: issuedAt,
-                      expiresAt: expiresAt)
     }
 }

@@ -1,3 +1,4 @@
+import LiveRelayDevSupport
 import Crypto
 import Foundation
 import LiveRelayAPNs
@@ -64,8 +65,9 @@ struct ConfigurationTests {
         let clock = TestClock(now: 1_800_000_000)
         let source = try ProviderTokenSource(teamID: "T", keyID: "K", privateKeyPEM: key.pemRepresentation, now: { clock.now })
         let first = try source.token()
-        let claims = try ProviderTokenJWT.verify(first, publicKey: key.publicKey)
-        #expect(claims.keyID == "K" && claims.teamID == "T" && claims.issuedAt == 1_800_000_000)
+        let (header, claims) = try SimulatorJWT.verifyES256(
+            first, key: key.publicKey, as: (ProviderTokenHeader.self, ProviderTokenClaims.self))
+        #expect(header.kid == "K" && claims.iss == "T" && claims.iat == 1_800_000_000)
         clock.now += 49 * 60
         #expect(try source.token() == first)
         clock.now += 60
@@ -85,8 +87,21 @@ struct ConfigurationTests {
     @Test("a token signed by another key does not verify")
     func wrongKey() throws {
         let token = try ProviderTokenJWT.make(teamID: "T", keyID: "K", issuedAt: 1, privateKey: P256.Signing.PrivateKey())
-        #expect(throws: ProviderTokenJWT.VerificationError.badSignature) { try ProviderTokenJWT.verify(token, publicKey: key.publicKey) }
+        #expect(throws: SimulatorJWT.Failure.badSignature) {
+            try SimulatorJWT.verifyES256(
+                token, key: key.publicKey, as: (ProviderTokenHeader.self, ProviderTokenClaims.self))
+        }
     }
+}
+
+/// A provider token's header and claims as APNs reads them.
+struct ProviderTokenHeader: Decodable {
+    var kid: String
+}
+
+struct ProviderTokenClaims: Decodable {
+    var iss: String
+    var iat: Int64
 }
 
 final class TestClock: @unchecked Sendable {

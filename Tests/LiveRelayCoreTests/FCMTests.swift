@@ -1,3 +1,4 @@
+import LiveRelayDevSupport
 import _CryptoExtras
 import Crypto
 import Foundation
@@ -76,14 +77,15 @@ struct FCMTests {
     func assertion() throws {
         let account = try FCMServiceAccount(json: Self.account(), variable: "FCM_SERVICE_ACCOUNT")
         let jwt = try OAuthAssertionJWT.make(account: account, issuedAt: 1_800_000_000)
-        let claims = try OAuthAssertionJWT.verify(jwt, publicKey: Self.key.publicKey)
-        #expect(claims.keyID == "kid-1" && claims.issuer == "relay@demo-project.iam.gserviceaccount.com")
+        let parts = (AssertionHeader.self, AssertionClaims.self)
+        let (header, claims) = try SimulatorJWT.verifyRS256(jwt, key: Self.key.publicKey, as: parts)
+        #expect(header.kid == "kid-1" && claims.iss == "relay@demo-project.iam.gserviceaccount.com")
         #expect(claims.scope == "https://www.googleapis.com/auth/firebase.messaging")
-        #expect(claims.audience == "https://oauth2.googleapis.com/token")
-        #expect(claims.issuedAt == 1_800_000_000 && claims.expiresAt == 1_800_003_600)
+        #expect(claims.aud == "https://oauth2.googleapis.com/token")
+        #expect(claims.iat == 1_800_000_000 && claims.exp == 1_800_003_600)
         let other = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        #expect(throws: OAuthAssertionJWT.VerificationError.badSignature) {
-            try OAuthAssertionJWT.verify(jwt, publicKey: other.publicKey)
+        #expect(throws: SimulatorJWT.Failure.badSignature) {
+            try SimulatorJWT.verifyRS256(jwt, key: other.publicKey, as: parts)
         }
     }
 
@@ -133,4 +135,17 @@ struct FCMTests {
         ])]))
         #expect(FCMMessage.pushType(of: delivery) == "data")
     }
+}
+
+/// An OAuth assertion's header and claims as Google's token endpoint reads them.
+struct AssertionHeader: Decodable {
+    var kid: String
+}
+
+struct AssertionClaims: Decodable {
+    var iss: String
+    var scope: String
+    var aud: String
+    var iat: Int64
+    var exp: Int64
 }
