@@ -132,17 +132,24 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The relay's metrics (swift-metrics with a Prometheus registry of its own), shared by the workers and /metrics.
+        .target(
+            name: "LiveRelayMetrics",
+            dependencies: [
+                "LiveRelayCore",
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
         // The delivery engine: workers that claim the outbox, send through a transport and record outcomes.
         .target(
             name: "LiveRelayDelivery",
             dependencies: [
-                "LiveRelayCore", "LiveRelayPostgres",
+                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayMetrics",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         // Lifecycle webhooks: the HTTP client that POSTs signed events, and the guard on the addresses it may reach.
@@ -170,7 +177,7 @@ let package = Package(
         .target(
             name: "LiveRelayHTTP",
             dependencies: [
-                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayStream", "LiveRelayDelivery", "LiveRelayStore",
+                "LiveRelayMetrics", "LiveRelayCore", "LiveRelayPostgres", "LiveRelayStream", "LiveRelayDelivery", "LiveRelayStore",
                 "LiveRelayMCP", "LiveRelayWebhooks", "LiveRelayHTTPServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -208,7 +215,7 @@ let package = Package(
         .target(
             name: "LiveRelayServer",
             dependencies: [
-                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs", "LiveRelayFCM", "LiveRelayHTTPServer",
+                "LiveRelayMetrics", "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs", "LiveRelayFCM", "LiveRelayHTTPServer",
                 "LiveRelayDelivery", "LiveRelayStream", "LiveRelayHTTP", "LiveRelayWebhooks",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

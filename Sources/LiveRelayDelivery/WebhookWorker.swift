@@ -1,5 +1,6 @@
 import Foundation
 import LiveRelayCore
+import LiveRelayMetrics
 import LiveRelayPostgres
 import Logging
 import PostgresNIO

@@ -3,6 +3,7 @@ import Hummingbird
 import LiveRelayDelivery
 import LiveRelayStream
 import LiveRelayCore
+import LiveRelayMetrics
 import LiveRelayStore
 import NIOCore
 

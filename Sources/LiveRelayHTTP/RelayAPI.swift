@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import LiveRelayCore
+import LiveRelayMetrics
 import LiveRelayStore
 import LiveRelayDelivery
 import LiveRelayMCP

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import LiveRelayAPNs
 import LiveRelayCore
+import LiveRelayMetrics
 import LiveRelayDelivery
 import LiveRelayHTTP
 import LiveRelayHTTPServer
