@@ -177,8 +177,8 @@ let package = Package(
         .target(
             name: "LiveRelayHTTP",
             dependencies: [
-                "LiveRelayMetrics", "LiveRelayCore", "LiveRelayPostgres", "LiveRelayStream", "LiveRelayDelivery", "LiveRelayStore",
-                "LiveRelayMCP", "LiveRelayWebhooks", "LiveRelayHTTPServer",
+                "LiveRelayCore", "LiveRelayPostgres", "LiveRelayStream", "LiveRelayStore", "LiveRelayMCP",
+                "LiveRelayMetrics", "LiveRelayHTTPServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -215,8 +215,8 @@ let package = Package(
         .target(
             name: "LiveRelayServer",
             dependencies: [
-                "LiveRelayMetrics", "LiveRelayCore", "LiveRelayPostgres", "LiveRelayAPNs", "LiveRelayFCM", "LiveRelayHTTPServer",
-                "LiveRelayDelivery", "LiveRelayStream", "LiveRelayHTTP", "LiveRelayWebhooks",
+                "LiveRelayCore", "LiveRelayMetrics", "LiveRelayPostgres", "LiveRelayAPNs", "LiveRelayFCM",
+                "LiveRelayHTTPServer", "LiveRelayDelivery", "LiveRelayStream", "LiveRelayHTTP", "LiveRelayWebhooks",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

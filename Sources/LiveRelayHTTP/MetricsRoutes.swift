@@ -1,6 +1,5 @@
 import Foundation
 import Hummingbird
-import LiveRelayDelivery
 import LiveRelayStream
 import LiveRelayCore
 import LiveRelayMetrics

@@ -3,11 +3,9 @@ import Hummingbird
 import LiveRelayCore
 import LiveRelayMetrics
 import LiveRelayStore
-import LiveRelayDelivery
 import LiveRelayMCP
 import LiveRelayPostgres
 import LiveRelayStream
-import LiveRelayWebhooks
 import Logging
 import PostgresNIO
 
@@ -27,13 +25,13 @@ public struct RelayAPI: Sendable {
     /// The dashboard's files (`dashboard/` in the project folder).
     public var dashboard: DashboardFiles
     /// Which webhook URLs may be registered.
-    public var webhookGuard = WebhookURLGuard(allowPrivate: false)
+    public var webhookGuard: any WebhookURLCheck
     public var logger: Logger
 
     public init(migrator: Migrator, listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient,
                 metrics: RelayMetrics, credentialsMinted: @escaping @Sendable () -> [TransportKind: Int],
                 auth: Authenticator, defaultBundleID: String?, openAPIDocument: Data?,
-                dashboard: DashboardFiles, logger: Logger) {
+                dashboard: DashboardFiles, webhookGuard: any WebhookURLCheck, logger: Logger) {
         self.migrator = migrator
         self.listener = listener
         self.hub = hub
@@ -44,6 +42,7 @@ public struct RelayAPI: Sendable {
         self.defaultBundleID = defaultBundleID
         self.openAPIDocument = openAPIDocument
         self.dashboard = dashboard
+        self.webhookGuard = webhookGuard
         self.logger = logger
     }
 

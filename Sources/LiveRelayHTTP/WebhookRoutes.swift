@@ -2,12 +2,11 @@ import Foundation
 import Hummingbird
 import LiveRelayCore
 import LiveRelayStore
-import LiveRelayWebhooks
 
 /// `POST/GET/DELETE /v1/webhooks` (admin): endpoints that receive lifecycle events (README "Activity lifecycle").
 struct WebhookRoutes: Sendable {
     let store: RelayStore
-    let urlGuard: WebhookURLGuard
+    let urlGuard: any WebhookURLCheck
 
     func register(on admin: RouterGroup<BasicRequestContext>) {
         admin.post("v1/webhooks") { request, _ in

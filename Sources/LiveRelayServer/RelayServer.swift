@@ -47,12 +47,11 @@ public struct RelayServer: Sendable {
     /// The HTTP API's routes over the given services.
     func makeAPI(listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient, metrics: RelayMetrics,
                  credentialsMinted: @escaping @Sendable () -> [TransportKind: Int], auth: Authenticator) -> RelayAPI {
-        var api = RelayAPI(
+        RelayAPI(
             migrator: migrator, listener: listener, hub: hub, pool: pool, metrics: metrics,
             credentialsMinted: credentialsMinted, auth: auth, defaultBundleID: configuration.defaultBundleID,
-            openAPIDocument: openAPIDocument, dashboard: dashboard, logger: logger)
-        api.webhookGuard = WebhookURLGuard(allowPrivate: configuration.delivery.allowPrivateWebhooks)
-        return api
+            openAPIDocument: openAPIDocument, dashboard: dashboard,
+            webhookGuard: WebhookURLGuard(allowPrivate: configuration.delivery.allowPrivateWebhooks), logger: logger)
     }
 
     /// "METHOD /path" of every route, with `{parameter}` as OpenAPI writes it (for the document's completeness test).

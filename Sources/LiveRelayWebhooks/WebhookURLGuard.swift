@@ -6,7 +6,7 @@ import NIOPosix
 /// Decides whether a webhook URL may be called: an http(s) URL without credentials whose host resolves only to
 /// public addresses (or any, when the operator allows private ones). Used when an endpoint is registered and
 /// before every batch of requests to it (a name may resolve elsewhere later).
-public struct WebhookURLGuard: Sendable {
+public struct WebhookURLGuard: WebhookURLCheck {
     public var allowPrivate: Bool
 
     public init(allowPrivate: Bool) { self.allowPrivate = allowPrivate }
