@@ -216,7 +216,8 @@ let package = Package(
             name: "LiveRelayServer",
             dependencies: [
                 "LiveRelayCore", "LiveRelayMetrics", "LiveRelayPostgres", "LiveRelayAPNs", "LiveRelayFCM",
-                "LiveRelayHTTPServer", "LiveRelayDelivery", "LiveRelayStream", "LiveRelayHTTP", "LiveRelayWebhooks",
+                "LiveRelayHTTPServer", "LiveRelayDelivery", "LiveRelayStream", "LiveRelayStore", "LiveRelayHTTP",
+                "LiveRelayWebhooks",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,9 +1,9 @@
 import Foundation
 import Hummingbird
-import LiveRelayStream
 import LiveRelayCore
 import LiveRelayMetrics
 import LiveRelayStore
+import LiveRelayStream
 import NIOCore
 
 /// `GET /metrics`: Prometheus text. Queue depth, SSE subscribers and credentials minted are read at scrape time.

@@ -1,10 +1,10 @@
 import Foundation
 import Hummingbird
 import LiveRelayCore
-import LiveRelayMetrics
-import LiveRelayStore
 import LiveRelayMCP
+import LiveRelayMetrics
 import LiveRelayPostgres
+import LiveRelayStore
 import LiveRelayStream
 import Logging
 import PostgresNIO

@@ -2,11 +2,12 @@ import Foundation
 import Hummingbird
 import LiveRelayAPNs
 import LiveRelayCore
-import LiveRelayMetrics
 import LiveRelayDelivery
 import LiveRelayHTTP
 import LiveRelayHTTPServer
+import LiveRelayMetrics
 import LiveRelayPostgres
+import LiveRelayStore
 import LiveRelayStream
 import LiveRelayWebhooks
 import Logging
@@ -66,12 +67,9 @@ public struct RelayServer: Sendable {
 
     /// Writes the update budget where the views read it (`liverelay_priority10_limit`).
     func publishSettings() async throws {
-        let budget = String(configuration.delivery.priority10PerHour)
+        let budget = configuration.delivery.priority10PerHour
         try await connector.withConnection(logger: logger) { connection in
-            try await connection.query("""
-                INSERT INTO relay_setting (name, value) VALUES ('priority10_per_hour', \(budget))
-                ON CONFLICT (name) DO UPDATE SET value = excluded.value
-                """, logger: logger)
+            try await RelaySettings.publishUpdateBudget(budget, on: connection, logger: logger)
         }
     }
 
@@ -80,13 +78,7 @@ public struct RelayServer: Sendable {
         if let secret = configuration.tokenSecret { return secret }
         let candidate = randomHex(bytes: 32)
         return try await connector.withConnection(logger: logger) { connection in
-            try await connection.query(
-                "INSERT INTO relay_setting (name, value) VALUES ('token_secret', \(candidate)) ON CONFLICT (name) DO NOTHING",
-                logger: logger)
-            var secret = candidate
-            for try await value in try await connection.query(
-                "SELECT value FROM relay_setting WHERE name = 'token_secret'", logger: logger).decode(String.self) { secret = value }
-            return secret
+            try await RelaySettings.tokenSecret(candidate: candidate, on: connection, logger: logger)
         }
     }
 

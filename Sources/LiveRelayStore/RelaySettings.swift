@@ -1,0 +1,28 @@
+import Logging
+import PostgresNIO
+
+/// The relay's rows in `relay_setting`, written at start-up on a connection of its own (before the pool runs).
+public enum RelaySettings {
+    /// Publishes the update budget where the views read it (`liverelay_priority10_limit`).
+    public static func publishUpdateBudget(_ perHour: Int, on connection: PostgresConnection,
+                                           logger: Logger) async throws {
+        try await connection.query("""
+            INSERT INTO relay_setting (name, value) VALUES ('priority10_per_hour', \(String(perHour)))
+            ON CONFLICT (name) DO UPDATE SET value = excluded.value
+            """, logger: logger)
+    }
+
+    /// The secret device tokens are signed with, shared by every relay of the database: the first relay's
+    /// `candidate` is kept, and every later one reads it.
+    public static func tokenSecret(candidate: String, on connection: PostgresConnection,
+                                   logger: Logger) async throws -> String {
+        try await connection.query("""
+            INSERT INTO relay_setting (name, value) VALUES ('token_secret', \(candidate)) ON CONFLICT (name) DO NOTHING
+            """, logger: logger)
+        var secret = candidate
+        for try await value in try await connection.query(
+            "SELECT value FROM relay_setting WHERE name = 'token_secret'", logger: logger
+        ).decode(String.self) { secret = value }
+        return secret
+    }
+}
