@@ -27,11 +27,18 @@ public struct StreamRoutes: Sendable {
         guard caller.isAdmin || caller.deviceUUID != nil || caller.secretHash != nil else {
             throw APIError.unauthorized
         }
-        let channels = request.uri.queryParameters.getAll("channel").map { String($0) }
-        guard !channels.isEmpty, channels.count <= 100 else {
+        let given = request.uri.queryParameters.getAll("channel").map { String($0) }
+        guard !given.isEmpty, given.count <= 100 else {
             throw APIError.badRequest("channel is required (device:<uuid> or session:<id>), at most 100")
         }
-        try await authorize(caller, channels: channels)
+        let parsed = try given.map { text in
+            guard let channel = StreamChannel(parsing: text) else {
+                throw APIError.badRequest("channel \(text) must be device:<uuid> or session:<id>")
+            }
+            return channel
+        }
+        try await authorize(caller, channels: parsed)
+        let channels = parsed.map(\.name)
         let lastEventID = (request.headers[HTTPField.Name("Last-Event-ID")!]
                            ?? request.uri.queryParameters.get("lastEventId"))
             .flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
@@ -85,19 +92,18 @@ public struct StreamRoutes: Sendable {
 
     /// Admin: any channel, `admin` (delivery summaries) and `*` (every channel). A device token: its own `device:`
     /// channel. A pairing secret: `session:` channels of its sessions.
-    private func authorize(_ caller: Caller, channels: [String]) async throws {
+    private func authorize(_ caller: Caller, channels: [StreamChannel]) async throws {
         var sessions: [String] = []
         for channel in channels {
-            if channel == BroadcastHub.everyChannel || channel == "admin" {
-                guard caller.isAdmin else { throw APIError.forbidden("only the admin may read \(channel)") }
-            } else if channel.hasPrefix("device:"), let uuid = UUID(uuidString: String(channel.dropFirst(7))) {
+            switch channel {
+            case .admin, .every:
+                guard caller.isAdmin else { throw APIError.forbidden("only the admin may read \(channel.name)") }
+            case .device(let uuid):
                 guard caller.isAdmin || caller.deviceUUID == uuid else {
-                    throw APIError.forbidden("not allowed to read \(channel)")
+                    throw APIError.forbidden("not allowed to read \(channel.name)")
                 }
-            } else if channel.hasPrefix("session:"), channel.count > 8, channel.count <= 263 {
-                if !caller.isAdmin { sessions.append(String(channel.dropFirst(8))) }
-            } else {
-                throw APIError.badRequest("channel \(channel) must be device:<uuid> or session:<id>")
+            case .session(let id):
+                if !caller.isAdmin { sessions.append(id) }
             }
         }
         guard !sessions.isEmpty else { return }

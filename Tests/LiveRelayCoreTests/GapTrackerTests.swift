@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import LiveRelayStream
 
@@ -74,5 +75,30 @@ struct GapTrackerTests {
         var order = GapTracker(cursor: 10)
         let result = order.accept(Self.rows(11, 13, 14), xmin: 500, xmax: 505)
         #expect(Self.passed(result) == [11] && result.heldBack && order.cursor == 11 && order.gaps == [12: 505])
+    }
+}
+
+/// The stream's channels, parsed once: the four forms, and a device's uuid named as the log names it.
+@Suite("Stream channels")
+struct StreamChannelTests {
+    @Test("device, session, admin and every parse; anything else does not")
+    func parse() {
+        let uuid = UUID()
+        #expect(StreamChannel(parsing: "device:\(uuid.uuidString)") == .device(uuid))
+        #expect(StreamChannel(parsing: "session:ses_1") == .session("ses_1"))
+        #expect(StreamChannel(parsing: "admin") == .admin && StreamChannel(parsing: "*") == .every)
+        let refused = ["", "device:", "device:nope", "session:", "session:" + String(repeating: "x", count: 256),
+                       "Admin", "user:1"]
+        #expect(refused.allSatisfy { StreamChannel(parsing: $0) == nil })
+        #expect(StreamChannel(parsing: "session:" + String(repeating: "x", count: 255)) != nil)
+    }
+
+    @Test("a device's uuid is named in lower case, as the broadcast log's rows name it")
+    func names() {
+        let uuid = UUID(uuidString: "0A1B2C3D-0000-4000-8000-00000000000F")!
+        #expect(StreamChannel(parsing: "device:0A1B2C3D-0000-4000-8000-00000000000F")?.name
+                == "device:0a1b2c3d-0000-4000-8000-00000000000f")
+        #expect(StreamChannel.device(uuid).name == "device:0a1b2c3d-0000-4000-8000-00000000000f")
+        #expect(StreamChannel.session("s").name == "session:s" && StreamChannel.every.name == "*")
     }
 }

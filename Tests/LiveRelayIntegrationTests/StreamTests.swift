@@ -207,7 +207,8 @@ struct StreamTests {
     func connections() async throws {
         try await Harness.with { h in
             try await h.withRelayPort { port in
-                try await h.registerActivity(session: "ses_conn")
+                let device = UUID()
+                try await h.registerActivity(session: "ses_conn", device: device)
                 let admin = "Authorization: Bearer \(Harness.adminToken)"
                 let path = "/v1/stream?channel=session:ses_conn"
                 // Answered without a task of its own (the connection's first request).
@@ -218,13 +219,16 @@ struct StreamTests {
                 try following.get("/health")
                 #expect(try await following.read { $0.contains("\"ok\":true") })
                 try following.get(path, headers: [admin])
-                for stream in [first, following] {
+                // A device's uuid in capitals names the same channel as the log's lower-case one.
+                let capitals = try RawConnection(port: port)
+                try capitals.get("/v1/stream?channel=device:\(device.uuidString.uppercased())", headers: [admin])
+                for stream in [first, following, capitals] {
                     #expect(try await stream.read { $0.contains(": connected") }, "not connected: \(stream.text)")
                 }
                 try await h.sql(#"""
                     UPDATE activity_registration SET content_state = '{"n": 7}' WHERE session_id = 'ses_conn'
                     """#)
-                for stream in [first, following] {
+                for stream in [first, following, capitals] {
                     #expect(try await stream.read { $0.contains(#""n": 7"#) }, "no event: \(stream.text)")
                     #expect(stream.text.contains("Content-Type: text/event-stream"))
                 }
@@ -241,15 +245,21 @@ struct StreamTests {
                     return metrics.split(separator: "\n").first { $0.hasPrefix("liverelay_sse_subscribers ") }
                         .flatMap { Double($0.split(separator: " ")[1]) }
                 }
-                #expect(try await subscribers() == 2)
-                // The connection's close ends its subscription at once. (A stream that followed other requests
-                // notices its client left at its next write, the heartbeat within 10 s.)
-                first.close()
-                let deadline = ContinuousClock.now + .seconds(5)
-                while try await subscribers() != 1, ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(20))
+                /// The count once it reaches `expected`, or what it is after 5 s.
+                func subscribers(reaching expected: Double) async throws -> Double? {
+                    let deadline = ContinuousClock.now + .seconds(5)
+                    while try await subscribers() != expected, ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                    return try await subscribers()
                 }
-                #expect(try await subscribers() == 1)
+                #expect(try await subscribers() == 3)
+                // A connection's close ends its subscription at once. (A stream that followed other requests
+                // notices its client left at its next write, the heartbeat within 10 s.)
+                capitals.close()
+                #expect(try await subscribers(reaching: 2) == 2)
+                first.close()
+                #expect(try await subscribers(reaching: 1) == 1)
             }
         }
     }

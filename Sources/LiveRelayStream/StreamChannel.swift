@@ -1,0 +1,43 @@
+import Foundation
+
+/// A channel of the foreground stream, parsed once from the `channel` query parameter.
+public enum StreamChannel: Hashable, Sendable {
+    /// A device's activities and messages (`device:<uuid>`).
+    case device(UUID)
+    /// One session's activities (`session:<id>`).
+    case session(String)
+    /// Delivery summaries (`admin`).
+    case admin
+    /// Every channel (`*`).
+    case every
+
+    /// The longest session id a channel may name (as `activity_registration.session_id` allows).
+    public static let maximumSessionIDLength = 255
+
+    /// Nil for anything that is not one of the four forms.
+    public init?(parsing text: String) {
+        switch text {
+        case "admin": self = .admin
+        case "*": self = .every
+        default:
+            if text.hasPrefix("device:"), let uuid = UUID(uuidString: String(text.dropFirst(7))) {
+                self = .device(uuid)
+            } else if text.hasPrefix("session:"), (1...Self.maximumSessionIDLength).contains(text.count - 8) {
+                self = .session(String(text.dropFirst(8)))
+            } else {
+                return nil
+            }
+        }
+    }
+
+    /// The name the broadcast log's rows carry (a device's uuid in lower case, as PostgreSQL writes it).
+    public var name: String {
+        switch self {
+        case .device(let uuid): "device:" + uuid.uuidString.lowercased()
+        case .session(let id): "session:" + id
+        case .admin: "admin"
+        case .every: BroadcastHub.everyChannel
+        }
+    }
+
+}
