@@ -52,11 +52,8 @@ extension RelayStore {
             if new.platform == .android, state != nil {
                 // An Android app shows its ongoing notification when a `start` message arrives (iOS activities are
                 // started on the phone, or by push-to-start).
-                try await connection.query("""
-                    INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id, platform)
-                    SELECT 'activity', id, 'start', secret_hash, session_id, 'android'
-                    FROM activity_registration WHERE secret_hash = \(Self.apiNamespace) AND session_id = \(session)
-                    """, logger: logger)
+                try await connection.query(
+                    "SELECT liverelay_queue_android_start(\(Self.apiNamespace), \(session))", logger: logger)
                 try await connection.query("SELECT liverelay_wake()", logger: logger)
             }
             return created

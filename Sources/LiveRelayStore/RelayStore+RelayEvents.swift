@@ -61,12 +61,8 @@ extension RelayStore {
         return try await withTransaction { [logger] connection in
             try await Self.tag(connection, requestID, logger: logger)
             try await connection.query("""
-                INSERT INTO delivery_outbox (kind, event_type, secret_hash, session_id, device_token, bundle_id,
-                                             apns_env, payload, priority, request_id, platform)
-                SELECT 'alert', \(alert.eventType), secret_hash, \(alert.sessionID), device_token, bundle_id, apns_env,
-                       CASE WHEN platform = 'android' THEN \(fcm)::jsonb ELSE \(apns)::jsonb END, 10,
-                       \(requestID), platform
-                FROM device_registration WHERE secret_hash = \(alert.secretHash)
+                SELECT liverelay_queue_alert(\(alert.secretHash), \(alert.sessionID), \(alert.eventType),
+                                             \(apns)::jsonb, \(fcm)::jsonb, \(requestID))
                 """, logger: logger)
             if alert.endsActivity {
                 try await connection.query("""
