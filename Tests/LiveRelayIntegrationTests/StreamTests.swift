@@ -233,6 +233,12 @@ struct StreamTests {
                     #expect(stream.text.contains("Content-Type: text/event-stream"))
                 }
 
+                // A first request that does not parse is answered as on any connection: 400, closed.
+                let garbled = try RawConnection(port: port)
+                try garbled.send("NOT HTTP AT ALL\r\n\r\n")
+                #expect(try await garbled.readUntilClosed(), "a garbled request's connection stays open")
+                #expect(garbled.text.hasPrefix("HTTP/1.1 400"), "\(garbled.text)")
+
                 let refused = try RawConnection(port: port)
                 try refused.get(path)
                 #expect(try await refused.readUntilClosed(), "a refused stream's connection stays open")
