@@ -1,11 +1,17 @@
 -- Read-only views for dashboards, served by GET /v1/views/{name} (re-applied by every migrate).
 
--- The update budget of an activity: priority-10 pushes an hour (LIVERELAY_PRIORITY10_PER_HOUR, which the relay
--- writes into relay_setting when it starts; doubled for frequent updates).
+-- The update budget of an activity: priority-10 pushes an hour (LIVERELAY_PRIORITY10_PER_HOUR, doubled for frequent
+-- updates), and how many in the last hour show as a warning. The relay writes both into relay_setting when it
+-- starts (UpdateBudget in the relay's code has the defaults, used here only on a database no relay has started on).
 CREATE OR REPLACE FUNCTION liverelay_priority10_limit(frequent boolean) RETURNS integer
 LANGUAGE sql STABLE AS $$
     SELECT coalesce((SELECT value::integer FROM relay_setting WHERE name = 'priority10_per_hour'), 120)
            * CASE WHEN frequent THEN 2 ELSE 1 END
+$$;
+
+CREATE OR REPLACE FUNCTION liverelay_priority10_warning() RETURNS integer
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce((SELECT value::integer FROM relay_setting WHERE name = 'priority10_warning'), 30)
 $$;
 
 CREATE OR REPLACE VIEW liverelay_devices AS
@@ -19,7 +25,7 @@ SELECT a.id, a.session_id, a.device_uuid, a.status, a.platform, a.bundle_id, a.a
        s.last_sent_at, a.created_at, a.updated_at,
        b.priority10_last_hour, b.budget_limit AS priority10_limit,
        CASE WHEN b.priority10_last_hour >= b.budget_limit THEN 'downgraded'
-            WHEN b.priority10_last_hour >= 30 THEN 'warning' ELSE 'ok' END AS budget_state,
+            WHEN b.priority10_last_hour >= liverelay_priority10_warning() THEN 'warning' ELSE 'ok' END AS budget_state,
        a.frequent_updates, a.started_at
 FROM activity_registration a
 LEFT JOIN device_live_activity_message m ON m.device_uuid = a.device_uuid

@@ -35,7 +35,7 @@ public struct DeliveryPlanner: Sendable {
     public var alertExpirationSeconds: Int64 = 86_400
     /// The update budget: priority-10 pushes an activity may get an hour before its updates go at 5
     /// (`LIVERELAY_PRIORITY10_PER_HOUR`; doubled for activities with `frequent_updates`).
-    public var priority10PerHour = 120
+    public var priority10PerHour = UpdateBudget.defaultPerHour
 
     public init() {}
 

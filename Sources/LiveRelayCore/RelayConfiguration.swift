@@ -71,7 +71,7 @@ public struct RelayConfiguration: Sendable {
             "LIVERELAY_RETRY_MAX_DELAY_MS", default: 60_000, range: 100...3_600_000)) / 1000
         configuration.delivery.retry.maximumAttempts = try reader.integer("LIVERELAY_RETRY_MAX_ATTEMPTS", default: 12, range: 1...100)
         configuration.delivery.priority10PerHour = try reader.integer(
-            "LIVERELAY_PRIORITY10_PER_HOUR", default: 120, range: 0...3600)
+            "LIVERELAY_PRIORITY10_PER_HOUR", default: UpdateBudget.defaultPerHour, range: 0...3600)
         configuration.delivery.activityMaxAgeSeconds = try reader.duration(
             "LIVERELAY_ACTIVITY_MAX_AGE", default: 8 * 3600, range: 1...(7 * 86_400))
         configuration.delivery.allowPrivateWebhooks = try reader.boolean("LIVERELAY_WEBHOOK_ALLOW_PRIVATE")
@@ -137,9 +137,8 @@ public struct DeliveryConfiguration: Sendable {
     public var batchSize: Int = 500
     public var pollIntervalMilliseconds: Int = 500
     public var retry: RetryPolicy = .init()
-    /// `LIVERELAY_PRIORITY10_PER_HOUR`: an activity's priority-10 budget (one every 30 s; doubled with
-    /// `frequent_updates`, one every 15 s, about what Apple's engineers say the frequent-updates budget allows).
-    public var priority10PerHour = 120
+    /// `LIVERELAY_PRIORITY10_PER_HOUR`: an activity's priority-10 budget (see `UpdateBudget`).
+    public var priority10PerHour = UpdateBudget.defaultPerHour
     /// `LIVERELAY_ACTIVITY_MAX_AGE`: an active activity older than this (since its last start) is ended.
     public var activityMaxAgeSeconds: Double = 8 * 3600
     /// `LIVERELAY_WEBHOOK_ALLOW_PRIVATE`: webhooks may reach loopback, private and link-local addresses.

@@ -34,9 +34,11 @@ public struct LiveActivity: Codable, Sendable, Equatable {
     public var priority10LastHour: Int
     public var priority10Limit: Int
 
-    /// `ok`, `warning` (30 or more priority-10 pushes in the last hour) or `downgraded` (updates go at priority 5).
+    /// `ok`, `warning` (`UpdateBudget.warningAt` or more priority-10 pushes in the last hour) or `downgraded`
+    /// (updates go at priority 5).
     public var budgetState: BudgetState {
-        priority10LastHour >= priority10Limit ? .downgraded : priority10LastHour >= 30 ? .warning : .ok
+        if priority10LastHour >= priority10Limit { return .downgraded }
+        return priority10LastHour >= UpdateBudget.warningAt ? .warning : .ok
     }
 
     public enum BudgetState: String, Codable, Sendable {

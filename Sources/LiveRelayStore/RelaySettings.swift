@@ -1,13 +1,17 @@
+import LiveRelayCore
 import Logging
 import PostgresNIO
 
 /// The relay's rows in `relay_setting`, written at start-up on a connection of its own (before the pool runs).
 public enum RelaySettings {
-    /// Publishes the update budget where the views read it (`liverelay_priority10_limit`).
+    /// Publishes the update budget and its warning level where the views read them (`liverelay_priority10_limit`,
+    /// `liverelay_priority10_warning`).
     public static func publishUpdateBudget(_ perHour: Int, on connection: PostgresConnection,
                                            logger: Logger) async throws {
+        let warning = String(UpdateBudget.warningAt)
         try await connection.query("""
-            INSERT INTO relay_setting (name, value) VALUES ('priority10_per_hour', \(String(perHour)))
+            INSERT INTO relay_setting (name, value)
+            VALUES ('priority10_per_hour', \(String(perHour))), ('priority10_warning', \(warning))
             ON CONFLICT (name) DO UPDATE SET value = excluded.value
             """, logger: logger)
     }
