@@ -1,7 +1,14 @@
+import LiveRelayCore
 import MCP
 
 /// The tools as `tools/list` publishes them: descriptions written for a model, JSON Schema for the arguments.
 extension RelayTools {
+    /// A schema's `enum` from the type the relay decodes the argument as, so the two cannot drift apart.
+    static func cases<Kind: CaseIterable & RawRepresentable>(_ kind: Kind.Type) -> Value
+    where Kind.RawValue == String {
+        .array(Kind.allCases.map { .string($0.rawValue) })
+    }
+
     static let deviceSelector: [String: Value] = [
         "device_uuid": ["type": "string", "format": "uuid",
                         "description": "The device's uuid (from list_devices). Give this or deviceName, not both."],
@@ -65,7 +72,7 @@ extension RelayTools {
                 Filter by status and device. Example: {"status": "active", "limit": 10}.
                 """,
             inputSchema: schema([
-                "status": ["type": "string", "enum": ["active", "ended", "invalidated"],
+                "status": ["type": "string", "enum": cases(ActivityStatus.self),
                            "description": "Only activities with this status."],
                 "device_uuid": ["type": "string", "format": "uuid", "description": "Only this device's activities."],
                 "limit": limit,
@@ -106,7 +113,7 @@ extension RelayTools {
                 """,
             inputSchema: schema([
                 "session_id": ["type": "string", "description": "Only this activity's deliveries."],
-                "status": ["type": "string", "enum": ["sent", "failed", "coalesced", "retrying"],
+                "status": ["type": "string", "enum": cases(DeliveryStatus.self),
                            "description": "Only deliveries with this status."],
                 "limit": limit,
             ]),

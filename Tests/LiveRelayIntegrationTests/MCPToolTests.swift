@@ -51,6 +51,13 @@ struct MCPToolTests {
                     #expect(tool.description?.contains("Example") == true, "\(tool.name)")
                     #expect(tool.inputSchema.objectValue?["additionalProperties"] == .bool(false), "\(tool.name)")
                 }
+                // The status filters offer exactly the statuses the tables have.
+                func statuses(_ name: String) -> Value? {
+                    tools.first { $0.name == name }?.inputSchema.objectValue?["properties"]?.objectValue?["status"]?
+                        .objectValue?["enum"]
+                }
+                #expect(statuses("list_live_activities") == ["active", "ended", "invalidated"])
+                #expect(statuses("recent_deliveries") == ["sent", "failed", "coalesced", "retrying"])
             }
         }
     }
