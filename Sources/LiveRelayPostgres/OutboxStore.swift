@@ -89,7 +89,7 @@ public struct OutboxStore: Sendable {
                 \(logs.map { $0.sessionID ?? "" })::text[], \(logs.map(\.status.rawValue))::text[],
                 \(logs.map { $0.error ?? "" })::text[], \(logs.map(\.outboxID))::int8[],
                 \(logs.map { $0.activityID?.uuidString ?? "" })::text[], \(logs.map { $0.pushType ?? "" })::text[],
-                \(logs.map { $0.environment ?? "" })::text[], \(logs.map { $0.tokenSuffix ?? "" })::text[],
+                \(logs.map { $0.environment?.rawValue ?? "" })::text[], \(logs.map { $0.tokenSuffix ?? "" })::text[],
                 \(logs.map(\.apnsID))::uuid[], \(logs.map { Int32($0.providerStatus ?? 0) })::int4[],
                 \(logs.map { $0.providerReason ?? "" })::text[], \(logs.map { Int32($0.attempt) })::int4[],
                 \(logs.map { $0.latencyMilliseconds ?? -1 })::float8[],
@@ -245,7 +245,7 @@ public struct DeliveryLogEntry: Sendable {
     /// The push service that answered (nil for rows settled without a request).
     public var transport: TransportKind?
     public var pushType: String?
-    public var environment: String?
+    public var environment: APNsEnvironment?
     public var tokenSuffix: String?
     public var apnsID: UUID
     public var providerStatus: Int?
@@ -271,7 +271,7 @@ public struct DeliveryLogEntry: Sendable {
         self.activityID = row.activityID
         self.transport = transport
         self.pushType = pushType
-        self.environment = transport == .apns ? environment?.rawValue : nil
+        self.environment = transport == .apns ? environment : nil
         self.tokenSuffix = token.map { String($0.suffix(8)) }
         self.apnsID = row.apnsID
         self.providerStatus = providerStatus

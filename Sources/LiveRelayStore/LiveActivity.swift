@@ -14,7 +14,7 @@ public struct LiveActivity: Codable, Sendable, Equatable {
     public var userId: String?
     public var deviceUUID: String?
     public var bundleId: String
-    public var apnsEnv: String
+    public var apnsEnv: APNsEnvironment
     public var tokenSuffix: String?
     public var staleDate: String?
     public var dismissalDate: String?
@@ -74,7 +74,7 @@ public struct LiveActivity: Codable, Sendable, Equatable {
         userId = try container.decodeIfPresent(String.self, forKey: .userId)
         deviceUUID = try container.decodeIfPresent(String.self, forKey: .deviceUUID)
         bundleId = try container.decode(String.self, forKey: .bundleId)
-        apnsEnv = try container.decode(String.self, forKey: .apnsEnv)
+        apnsEnv = try container.decode(APNsEnvironment.self, forKey: .apnsEnv)
         tokenSuffix = try container.decodeIfPresent(String.self, forKey: .tokenSuffix)
         staleDate = try container.decodeIfPresent(String.self, forKey: .staleDate)
         dismissalDate = try container.decodeIfPresent(String.self, forKey: .dismissalDate)
