@@ -110,7 +110,7 @@ public struct APNsTransport: DeliveryTransport {
                         response: APNsResponse? = nil, error: String? = nil) -> DeliveryResult {
         DeliveryResult(
             outcome: outcome, providerStatus: response?.status, providerReason: response?.reason, error: error,
-            pushType: request.pushType.rawValue, environment: environment)
+            pushType: request.pushType.kind, environment: environment)
     }
 
     private func decision(_ answer: Result<APNsResponse, HTTP2ClientError>) -> DeliveryDecision? {

@@ -4,6 +4,14 @@ import LiveRelayCore
 /// The `apns-push-type` header.
 public enum PushType: String, Sendable, Hashable {
     case liveactivity, alert
+
+    /// As the delivery log records it.
+    public var kind: PushKind {
+        switch self {
+        case .liveactivity: .liveactivity
+        case .alert: .alert
+        }
+    }
 }
 
 /// One request to APNs' provider API.

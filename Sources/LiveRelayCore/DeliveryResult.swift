@@ -23,12 +23,12 @@ public struct DeliveryResult: Sendable, Hashable {
     /// Why no answer came (connection error, deadline), or why the request could not be made.
     public var error: String?
     /// `push_type` in the log: `liveactivity` or `alert` for APNs, `data` or `notification` for FCM.
-    public var pushType: String
+    public var pushType: PushKind?
     /// The APNs environment that gave the final answer (APNs only).
     public var environment: APNsEnvironment?
 
     public init(outcome: DeliveryOutcome, providerStatus: Int? = nil, providerReason: String? = nil,
-                error: String? = nil, pushType: String, environment: APNsEnvironment? = nil) {
+                error: String? = nil, pushType: PushKind?, environment: APNsEnvironment? = nil) {
         self.outcome = outcome
         self.providerStatus = providerStatus
         self.providerReason = providerReason
@@ -47,4 +47,10 @@ public protocol DeliveryTransport: Sendable {
     func deliver(_ deliveries: [Delivery]) async -> [DeliveryResult]
     /// Closes connections.
     func shutdown() async
+}
+
+/// What kind of message a delivery was, as `delivery_log.push_type` records it: APNs' `apns-push-type`
+/// (`liveactivity`, `alert`), or an FCM message with or without a `notification` block (`data`, `notification`).
+public enum PushKind: String, Sendable, Hashable, CaseIterable {
+    case liveactivity, alert, data, notification
 }

@@ -251,7 +251,7 @@ public final class DeliveryWorker: Service, Sendable {
         }
         return zip(pushes, results).map { push, result in
             result ?? DeliveryResult(
-                outcome: .rejected, error: push.delivery.platform.transport.notConfiguredReason, pushType: "")
+                outcome: .rejected, error: push.delivery.platform.transport.notConfiguredReason, pushType: nil)
         }
     }
 }

@@ -29,10 +29,10 @@ enum FCMMessage {
     }
 
     /// `push_type` in the log.
-    static func pushType(of delivery: Delivery) -> String {
+    static func pushType(of delivery: Delivery) -> PushKind {
         if case .prepared(let prepared) = delivery.content, prepared.objectValue?["notification"] != nil {
-            return "notification"
+            return .notification
         }
-        return "data"
+        return .data
     }
 }

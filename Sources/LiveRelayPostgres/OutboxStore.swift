@@ -88,7 +88,7 @@ public struct OutboxStore: Sendable {
                 \(logs.map { $0.secretHash ?? "" })::text[], \(logs.map(\.eventType))::text[],
                 \(logs.map { $0.sessionID ?? "" })::text[], \(logs.map(\.status.rawValue))::text[],
                 \(logs.map { $0.error ?? "" })::text[], \(logs.map(\.outboxID))::int8[],
-                \(logs.map { $0.activityID?.uuidString ?? "" })::text[], \(logs.map { $0.pushType ?? "" })::text[],
+                \(logs.map { $0.activityID?.uuidString ?? "" })::text[], \(logs.map { $0.pushType?.rawValue ?? "" })::text[],
                 \(logs.map { $0.environment?.rawValue ?? "" })::text[], \(logs.map { $0.tokenSuffix ?? "" })::text[],
                 \(logs.map(\.apnsID))::uuid[], \(logs.map { Int32($0.providerStatus ?? 0) })::int4[],
                 \(logs.map { $0.providerReason ?? "" })::text[], \(logs.map { Int32($0.attempt) })::int4[],
@@ -244,7 +244,7 @@ public struct DeliveryLogEntry: Sendable {
     public var activityID: UUID?
     /// The push service that answered (nil for rows settled without a request).
     public var transport: TransportKind?
-    public var pushType: String?
+    public var pushType: PushKind?
     public var environment: APNsEnvironment?
     public var tokenSuffix: String?
     public var apnsID: UUID
@@ -259,7 +259,7 @@ public struct DeliveryLogEntry: Sendable {
     /// The lifecycle event this outcome emits, in the same transaction.
     public var lifecycle: LifecycleEvent?
 
-    public init(row: OutboxRow, status: DeliveryStatus, error: String?, transport: TransportKind?, pushType: String?,
+    public init(row: OutboxRow, status: DeliveryStatus, error: String?, transport: TransportKind?, pushType: PushKind?,
                 environment: APNsEnvironment?, token: String?, providerStatus: Int?, providerReason: String?,
                 latencyMilliseconds: Double?) {
         self.secretHash = row.secretHash

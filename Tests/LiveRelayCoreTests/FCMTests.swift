@@ -133,7 +133,7 @@ struct FCMTests {
             ]),
             "android": .object(["priority": .string("high"), "ttl": .string("600s"), "collapse_key": expectedID]),
         ])]))
-        #expect(FCMMessage.pushType(of: delivery) == "data")
+        #expect(FCMMessage.pushType(of: delivery) == .data)
     }
 }
 

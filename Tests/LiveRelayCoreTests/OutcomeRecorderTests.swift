@@ -37,7 +37,7 @@ struct OutcomeRecorderTests {
     @Test("delivered: every row finished, the newest sent with its latency and priority, the rest coalesced")
     func delivered() throws {
         let (outcome, dead) = Self.record(DeliveryResult(
-            outcome: .delivered, providerStatus: 200, pushType: "liveactivity", environment: .sandbox))
+            outcome: .delivered, providerStatus: 200, pushType: .liveactivity, environment: .sandbox))
         #expect(dead == nil && outcome.finishedRowIDs == [12, 11] && outcome.retries.isEmpty)
         let sent = try #require(outcome.logs.first)
         #expect(sent.status == .sent && sent.outboxID == 12 && sent.providerStatus == 200 && sent.priority == 10)
@@ -55,7 +55,7 @@ struct OutcomeRecorderTests {
     func retried() throws {
         let (outcome, _) = Self.record(DeliveryResult(
             outcome: .retry(afterSeconds: 30), providerStatus: 429, providerReason: "TooManyRequests",
-            pushType: "liveactivity"))
+            pushType: .liveactivity))
         #expect(outcome.finishedRowIDs.isEmpty)
         #expect(outcome.retries.map(\.rowID) == [12, 11] && outcome.retries.allSatisfy { $0.delaySeconds == 30 })
         let log = try #require(outcome.logs.first)
@@ -65,7 +65,7 @@ struct OutcomeRecorderTests {
 
     @Test("the jitter spans the first delay's bounds (0.125-0.25 s)")
     func jitter() {
-        let answer = DeliveryResult(outcome: .retry(afterSeconds: nil), error: "no answer", pushType: "liveactivity")
+        let answer = DeliveryResult(outcome: .retry(afterSeconds: nil), error: "no answer", pushType: .liveactivity)
         let low = Self.record(answer, random: 0).0.retries.first?.delaySeconds
         let high = Self.record(answer, random: 1).0.retries.first?.delaySeconds
         #expect(low == 0.125 && high == 0.25)
@@ -74,7 +74,7 @@ struct OutcomeRecorderTests {
     @Test("past the last attempt the push fails, saying why, and the activity's failed event is written")
     func givesUp() throws {
         let (outcome, _) = Self.record(
-            DeliveryResult(outcome: .retry(afterSeconds: nil), error: "connection reset", pushType: "liveactivity"),
+            DeliveryResult(outcome: .retry(afterSeconds: nil), error: "connection reset", pushType: .liveactivity),
             Self.push(attempts: 11))
         #expect(outcome.retries.isEmpty && outcome.finishedRowIDs == [12, 11])
         let log = try #require(outcome.logs.first)
@@ -85,7 +85,7 @@ struct OutcomeRecorderTests {
     @Test("a dead activity token is retired (no failed event: invalidated is written with the token)")
     func deadActivityToken() throws {
         let (outcome, dead) = Self.record(DeliveryResult(
-            outcome: .deadToken, providerStatus: 410, providerReason: "Unregistered", pushType: "liveactivity"))
+            outcome: .deadToken, providerStatus: 410, providerReason: "Unregistered", pushType: .liveactivity))
         #expect(dead == .init(token: "token-0123456789abcdef", reason: "Unregistered", transport: .apns))
         #expect(outcome.deadActivityTokens.map(\.activityID) == [Self.activity])
         let log = try #require(outcome.logs.first)
@@ -95,7 +95,7 @@ struct OutcomeRecorderTests {
     @Test("a dead alert token removes the device's token; a dead start token the start token")
     func deadOtherTokens() {
         let answer = DeliveryResult(outcome: .deadToken, providerStatus: 400, providerReason: "BadDeviceToken",
-                                    pushType: "alert")
+                                    pushType: .alert)
         #expect(Self.record(answer, Self.push(kind: .alert)).0.deadDeviceTokens == ["token-0123456789abcdef"])
         #expect(Self.record(answer, Self.push(kind: .start)).0.deadStartTokens == ["token-0123456789abcdef"])
     }
@@ -104,18 +104,18 @@ struct OutcomeRecorderTests {
     func credentialsAndRejection() throws {
         let refused = Self.record(DeliveryResult(
             outcome: .credentialsRejected, providerStatus: 403, providerReason: "InvalidProviderToken",
-            pushType: "liveactivity")).0
+            pushType: .liveactivity)).0
         #expect(refused.retries.count == 2 && refused.finishedRowIDs.isEmpty)
         #expect(refused.logs.first?.error?.hasPrefix(
             "APNS 403 InvalidProviderToken: credentials refused even after minting new ones; next attempt in") == true)
         let rejected = Self.record(DeliveryResult(
-            outcome: .rejected, providerStatus: 413, providerReason: "PayloadTooLarge", pushType: "liveactivity")).0
+            outcome: .rejected, providerStatus: 413, providerReason: "PayloadTooLarge", pushType: .liveactivity)).0
         #expect(rejected.logs.first?.status == .failed && rejected.logs.first?.error == "PayloadTooLarge")
     }
 
     @Test("a push for a transport this relay does not have is logged without transport or latency")
     func unconfiguredTransport() throws {
-        let answer = DeliveryResult(outcome: .rejected, error: "FCMNotConfigured", pushType: "data")
+        let answer = DeliveryResult(outcome: .rejected, error: "FCMNotConfigured", pushType: .data)
         let (outcome, _) = Self.record(answer, Self.push(platform: .android))
         let log = try #require(outcome.logs.first)
         #expect(log.transport == nil && log.latencyMilliseconds == nil && log.error == "FCMNotConfigured")
