@@ -22,7 +22,19 @@ public struct DeliveryPlanner: Sendable {
     public struct Settled: Sendable {
         public var row: OutboxRow
         public var status: DeliveryStatus
-        public var reason: String
+        public var reason: SettleReason
+    }
+
+    /// Why a row was settled without a request (its `delivery_log.error`).
+    public enum SettleReason: String, Sendable, Hashable, CaseIterable {
+        /// The row does not say what to send (no activity, token or payload where its kind needs one).
+        case malformedOutboxRow = "MalformedOutboxRow"
+        case activityDeleted = "ActivityDeleted"
+        case tokenInvalidated = "TokenInvalidated"
+        /// The activity has no update token yet: its state is sent when the token comes.
+        case awaitingToken = "AwaitingToken"
+        /// What this push would say was the last thing sent.
+        case sameStateAlreadySent = "SameStateAlreadySent"
     }
 
     public struct Plan: Sendable {
@@ -59,26 +71,26 @@ public struct DeliveryPlanner: Sendable {
                 if let push = directPush(row, now: now) {
                     plan.pushes.append(push)
                 } else {
-                    plan.settled.append(.init(row: row, status: .failed, reason: "MalformedOutboxRow"))
+                    plan.settled.append(.init(row: row, status: .failed, reason: .malformedOutboxRow))
                 }
             }
         }
         for activityID in activityOrder {
             let activityRows = byActivity[activityID]!.sorted { $0.id > $1.id }
-            func settle(_ status: DeliveryStatus, _ reason: String) {
+            func settle(_ status: DeliveryStatus, _ reason: SettleReason) {
                 plan.settled += activityRows.map { .init(row: $0, status: status, reason: reason) }
             }
             guard let snapshot = snapshots[activityID] else {
-                settle(.failed, "ActivityDeleted")
+                settle(.failed, .activityDeleted)
                 continue
             }
             guard snapshot.status != .invalidated else {
-                settle(.failed, "TokenInvalidated")
+                settle(.failed, .tokenInvalidated)
                 continue
             }
             // The state stays in the activity's row: the token's arrival queues a push of the latest one.
             guard let token = snapshot.activityToken else {
-                settle(.coalesced, "AwaitingToken")
+                settle(.coalesced, .awaitingToken)
                 continue
             }
             // An Android activity created through the API begins with `start` (the app shows its notification then).
@@ -91,7 +103,7 @@ public struct DeliveryPlanner: Sendable {
                 alert: activityRows.lazy.compactMap { $0.payload?.objectValue?["alert"] }.first)
             let stateHash = Self.stateHash(of: content, token: token)
             if stateHash == snapshot.lastPayloadHash {
-                settle(.coalesced, "SameStateAlreadySent")
+                settle(.coalesced, .sameStateAlreadySent)
                 continue
             }
             let requested = max(snapshot.priority, activityRows.compactMap(\.priority).max() ?? 0)

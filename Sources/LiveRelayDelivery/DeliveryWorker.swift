@@ -185,7 +185,7 @@ public final class DeliveryWorker: Service, Sendable {
         for settled in plan.settled {
             outcome.finishedRowIDs.append(settled.row.id)
             outcome.logs.append(DeliveryLogEntry(
-                row: settled.row, status: settled.status, error: settled.reason, transport: nil, pushType: nil,
+                row: settled.row, status: settled.status, error: settled.reason.rawValue, transport: nil, pushType: nil,
                 environment: nil, token: nil, providerStatus: nil, providerReason: nil, latencyMilliseconds: nil))
         }
         let results = await deliver(plan.pushes)

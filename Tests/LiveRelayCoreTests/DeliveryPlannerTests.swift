@@ -57,7 +57,7 @@ struct DeliveryPlannerTests {
             rows: rows([1]), snapshots: [activity: snapshot(status: .invalidated)], lockedActivities: [activity],
             now: 1)
         #expect(dead.pushes.isEmpty)
-        #expect(dead.settled.first?.reason == "TokenInvalidated")
+        #expect(dead.settled.first?.reason == .tokenInvalidated)
     }
 
     @Test("rows of activities another worker holds are left alone")

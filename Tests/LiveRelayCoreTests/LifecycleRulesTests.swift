@@ -89,6 +89,6 @@ struct LifecycleRulesTests {
         let row = OutboxRow(id: 1, kind: .activity, activityID: id, eventType: "update", enqueuedAt: 0)
         let plan = DeliveryPlanner().plan(rows: [row], snapshots: [id: snapshot], lockedActivities: [id], now: 1)
         #expect(plan.pushes.isEmpty)
-        #expect(plan.settled.map(\.status) == [.coalesced] && plan.settled.first?.reason == "AwaitingToken")
+        #expect(plan.settled.map(\.status) == [.coalesced] && plan.settled.first?.reason == .awaitingToken)
     }
 }
