@@ -11,7 +11,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration: RelayConfiguration
         do {
-            configuration = try RelayConfiguration.fromEnvironment(ProcessInfo.processInfo.environment)
+            configuration = try RelayConfiguration.fromEnvironment(ProcessInfo.processInfo.environment, files: LocalFiles())
         } catch {
             fail("\(error)")
         }

@@ -33,8 +33,10 @@ public struct RelayConfiguration: Sendable {
     }
 
     /// Reads the configuration; throws one clear error naming the first missing or malformed setting.
-    public static func fromEnvironment(_ environment: [String: String]) throws -> RelayConfiguration {
-        var reader = EnvironmentReader(environment)
+    /// - Parameter files: reads the files `*_FILE` variables name (Core reads none itself).
+    public static func fromEnvironment(_ environment: [String: String], files: any ConfigurationFiles) throws
+        -> RelayConfiguration {
+        var reader = EnvironmentReader(environment, files: files)
         let databaseURL = try reader.required("DATABASE_URL", hint: "a postgres:// URL, e.g. postgres://user:pass@localhost:5432/liverelay")
         guard let url = URLComponents(string: databaseURL), ["postgres", "postgresql"].contains(url.scheme ?? ""), url.host != nil else {
             throw ConfigurationError(name: "DATABASE_URL", problem: "is not a postgres:// URL with a host")
@@ -159,7 +161,12 @@ public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
 
 struct EnvironmentReader {
     private let environment: [String: String]
-    init(_ environment: [String: String]) { self.environment = environment }
+    private let files: any ConfigurationFiles
+
+    init(_ environment: [String: String], files: any ConfigurationFiles) {
+        self.environment = environment
+        self.files = files
+    }
 
     func optional(_ name: String) -> String? {
         guard let value = environment[name]?.trimmingCharacters(in: .whitespacesAndNewlines), !value.isEmpty else { return nil }
@@ -175,7 +182,7 @@ struct EnvironmentReader {
     func inlineOrFile(_ name: String) throws -> (variable: String, text: String)? {
         if let inline = optional(name) { return (name, inline) }
         guard let path = optional(name + "_FILE") else { return nil }
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+        guard let text = files.contents(of: path) else {
             throw ConfigurationError(name: name + "_FILE", problem: "cannot be read (\(path))")
         }
         return (name + "_FILE", text)
@@ -184,7 +191,7 @@ struct EnvironmentReader {
     /// The path `name` gives, checked to be readable (extra trust roots), or nil when unset.
     func readableFile(_ name: String) throws -> String? {
         guard let path = optional(name) else { return nil }
-        guard FileManager.default.isReadableFile(atPath: path) else {
+        guard files.isReadable(path) else {
             throw ConfigurationError(name: name, problem: "cannot be read (\(path))")
         }
         return path

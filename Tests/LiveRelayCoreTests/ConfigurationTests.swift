@@ -16,7 +16,7 @@ struct ConfigurationTests {
 
     @Test("defaults, and literal \\n in APNS_PRIVATE_KEY")
     func defaults() throws {
-        let configuration = try RelayConfiguration.fromEnvironment(valid)
+        let configuration = try RelayConfiguration.fromEnvironment(valid, files: TestFiles())
         #expect(configuration.port == 8787)
         #expect(configuration.host == "127.0.0.1")
         #expect(configuration.apns?.productionURL == "https://api.push.apple.com")
@@ -29,7 +29,7 @@ struct ConfigurationTests {
         var environment = valid
         environment["LIVERELAY_ADMIN_TOKEN"] = "letmein"
         #expect {
-            try RelayConfiguration.fromEnvironment(environment)
+            try RelayConfiguration.fromEnvironment(environment, files: TestFiles())
         } throws: { error in
             let text = "\(error)"
             return text.contains("LIVERELAY_ADMIN_TOKEN is shorter than 16 characters")
@@ -50,7 +50,7 @@ struct ConfigurationTests {
         var environment = valid
         environment[name] = value
         do {
-            _ = try RelayConfiguration.fromEnvironment(environment)
+            _ = try RelayConfiguration.fromEnvironment(environment, files: TestFiles())
             Issue.record("accepted \(name)=\(value ?? "nil")")
         } catch let error as ConfigurationError {
             #expect(error.name == expected)

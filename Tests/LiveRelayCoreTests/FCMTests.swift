@@ -27,19 +27,19 @@ struct FCMTests {
     func fcmOnly() throws {
         var environment = base
         environment["FCM_SERVICE_ACCOUNT"] = Self.account()
-        let configuration = try RelayConfiguration.fromEnvironment(environment)
+        let configuration = try RelayConfiguration.fromEnvironment(environment, files: TestFiles())
         #expect(configuration.apns == nil)
         #expect(configuration.fcm?.projectID == "demo-project")
         #expect(configuration.fcm?.url == "https://fcm.googleapis.com")
         #expect(configuration.enabledPlatforms == [.android])
         environment["FCM_PROJECT_ID"] = "other"
-        #expect(try RelayConfiguration.fromEnvironment(environment).fcm?.projectID == "other")
+        #expect(try RelayConfiguration.fromEnvironment(environment, files: TestFiles()).fcm?.projectID == "other")
     }
 
     @Test("neither APNs nor FCM: start-up names what to set")
     func neither() {
         #expect {
-            try RelayConfiguration.fromEnvironment(base)
+            try RelayConfiguration.fromEnvironment(base, files: TestFiles())
         } throws: { error in
             "\(error)".contains("APNS_TEAM_ID is required") && "\(error)".contains("FCM_SERVICE_ACCOUNT_FILE")
         }
@@ -56,13 +56,11 @@ struct FCMTests {
               (account(["token_uri": "http://insecure/token"]), "\"token_uri\" is not an https:// URL"),
           ])
     func brokenAccount(json: String, expected: String) throws {
-        let file = NSTemporaryDirectory() + "liverelay-account-\(UUID().uuidString).json"
-        try Data(json.utf8).write(to: URL(fileURLWithPath: file))
-        defer { try? FileManager.default.removeItem(atPath: file) }
+        let file = "/secrets/account.json"
         var environment = base
         environment["FCM_SERVICE_ACCOUNT_FILE"] = file
         do {
-            _ = try RelayConfiguration.fromEnvironment(environment)
+            _ = try RelayConfiguration.fromEnvironment(environment, files: TestFiles([file: json]))
             Issue.record("accepted \(expected)")
         } catch let error as ConfigurationError {
             #expect(error.name == "FCM_SERVICE_ACCOUNT_FILE")
@@ -70,7 +68,9 @@ struct FCMTests {
             #expect(!error.description.contains("\n") && !error.description.contains("PRIVATE KEY"))
         }
         environment["FCM_SERVICE_ACCOUNT_FILE"] = "/nonexistent/account.json"
-        #expect(throws: ConfigurationError.self) { try RelayConfiguration.fromEnvironment(environment) }
+        #expect(throws: ConfigurationError.self) {
+            try RelayConfiguration.fromEnvironment(environment, files: TestFiles())
+        }
     }
 
     @Test("the assertion is RS256 with kid, iss, scope, aud, iat and exp an hour later, and verifies")
@@ -148,4 +148,17 @@ struct AssertionClaims: Decodable {
     var aud: String
     var iat: Int64
     var exp: Int64
+}
+
+/// The files a test's configuration names, in memory (the relay reads them through `ConfigurationFiles`).
+struct TestFiles: ConfigurationFiles {
+    var files: [String: String] = [:]
+
+    init(_ files: [String: String] = [:]) {
+        self.files = files
+    }
+
+    func contents(of path: String) -> String? { files[path] }
+
+    func isReadable(_ path: String) -> Bool { files[path] != nil }
 }

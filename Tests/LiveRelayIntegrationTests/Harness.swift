@@ -103,7 +103,8 @@ struct Harness: Sendable {
 
     /// Runs an in-process relay while `body` runs with its HTTP port.
     func withRelayPort(environment extra: [String: String] = [:], _ body: @Sendable (Int) async throws -> Void) async throws {
-        let configuration = try RelayConfiguration.fromEnvironment(relayEnvironment.merging(extra) { $1 })
+        let configuration = try RelayConfiguration.fromEnvironment(
+            relayEnvironment.merging(extra) { $1 }, files: LocalFiles())
         let server = try RelayServer(configuration: configuration, migrator: try Migrator(directory: Self.projectRoot), logger: logger)
         let (ready, readySink) = AsyncStream.makeStream(of: Int.self)
         try await withThrowingTaskGroup(of: Void.self) { group in

@@ -19,7 +19,7 @@ struct OpenAPITests {
         let configuration = try RelayConfiguration.fromEnvironment([
             "DATABASE_URL": "postgres://x@127.0.0.1:1/x", "APNS_TEAM_ID": "T", "APNS_KEY_ID": "K",
             "APNS_PRIVATE_KEY": P256Key.pem,
-        ])
+        ], files: LocalFiles())
         let server = try RelayServer(configuration: configuration, migrator: try Migrator(directory: Harness.projectRoot), logger: .init(label: "t"))
         let routes = try server.routeSignatures()
         #expect(routes.count >= 20)
