@@ -80,7 +80,7 @@ $$;
 -- The most bytes a state and message can take before the exact size is worth computing: the JSON text of an
 -- Android message holds the content-state as an escaped string, at most twice as long. STABLE, as to_jsonb is, so
 -- that the planner inlines it into the trigger's statement: declared IMMUTABLE it ran as a function call per row,
--- which cost writers a fifth of their throughput while the relay shared the CPU (B5, issue 10).
+-- which cost writers a fifth of their throughput while the relay shared the CPU.
 CREATE OR REPLACE FUNCTION liverelay_size_bound(platform text, content_state jsonb, message text, session_id text)
 RETURNS integer
 LANGUAGE sql STABLE AS $$
