@@ -11,7 +11,7 @@ import NIOHTTPTypesHTTP1
 /// (`DetachableBodyWriter`), so that an open event stream costs a channel and a subscription, not a suspended task.
 ///
 /// Hummingbird runs one task per connection for as long as the connection is open, and a task keeps the stack slabs
-/// its deepest call needed (router, middleware, the route): about 14 KB of the 29 KB each of 10,000 open streams
+/// its deepest call needed (router, middleware, the route): about 14 KB of the 24 KB each of 10,000 open streams
 /// cost. The connection's task therefore waits for its first request head (`FirstRequestHandler`) and ends if it is a
 /// stream's; anything else is handed to Hummingbird's own HTTP/1 handling, unchanged.
 struct StreamingHTTP1Channel: ServerChildChannel, HTTPChannelHandler {

@@ -73,16 +73,6 @@ public final class BroadcastHub: Service, Sendable {
         return (id, cursor)
     }
 
-    /// Subscribes an `AsyncStream` (at most `bufferSize` items waiting; a reader that falls further behind is
-    /// dropped).
-    public func subscribe(channels: Set<String>) -> (id: UUID, stream: AsyncStream<Item>, cursor: Int64) {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: Item.self, bufferingPolicy: .bufferingOldest(bufferSize))
-        let (id, cursor) = subscribe(channels: channels, sink: AsyncStreamSink(continuation: continuation))
-        continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
-        return (id, stream, cursor)
-    }
-
     /// Ends a subscription; `stopping` when the relay is shutting down (the sink says goodbye).
     public func unsubscribe(_ id: UUID, stopping: Bool = false) {
         let subscriber = state.withLock { state -> Subscriber? in
