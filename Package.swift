@@ -132,7 +132,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // The relay's metrics (swift-metrics with a Prometheus registry of its own), shared by the workers and /metrics.
+        // The relay's metrics (swift-metrics, a Prometheus registry of its own), shared by the workers and /metrics.
         .target(
             name: "LiveRelayMetrics",
             dependencies: [

@@ -85,7 +85,11 @@ struct DevCommand: AsyncParsableCommand {
                 if let fcmPort { relayEnvironment.merge(try fcmSimulator.relayEnvironment(port: fcmPort)) { $1 } }
             }
             let configuration: RelayConfiguration
-            do { configuration = try RelayConfiguration.fromEnvironment(relayEnvironment, files: LocalFiles()) } catch { fail("\(error)") }
+            do {
+                configuration = try RelayConfiguration.fromEnvironment(relayEnvironment, files: LocalFiles())
+            } catch {
+                fail("\(error)")
+            }
             let server = try RelayServer(configuration: configuration, migrator: try loadMigrator(), logger: logger)
             _ = try await server.migrate()
             try await seedDemo(databaseURL: databaseURL, logger: logger)

@@ -11,7 +11,8 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration: RelayConfiguration
         do {
-            configuration = try RelayConfiguration.fromEnvironment(ProcessInfo.processInfo.environment, files: LocalFiles())
+            configuration = try RelayConfiguration.fromEnvironment(
+                ProcessInfo.processInfo.environment, files: LocalFiles())
         } catch {
             fail("\(error)")
         }
