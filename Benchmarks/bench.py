@@ -448,9 +448,10 @@ async def bench_b3_async(stack, clients, out):
             "relay_peak_rss_mb": rss_kb(stack.relay.pid, "VmHWM") / 1024}
 
 
-def start_perf(stack, out, scenario, frequency=999):
-    """`perf record` on the relay while a scenario runs, when BENCH_PERF names it."""
-    if os.environ.get("BENCH_PERF") != scenario:
+def start_perf(stack, out, scenario, frequency=999, any_name=False):
+    """`perf record` on the relay while a scenario runs, when BENCH_PERF names it (or, `any_name`, is set at all)."""
+    wanted = os.environ.get("BENCH_PERF")
+    if not wanted or (wanted != scenario and not any_name):
         return None
     return subprocess.Popen(["perf", "record", "-F", str(frequency), "-g", "-p", str(stack.relay.pid), "-o",
                              os.path.join(out, f"{scenario.lower()}-perf.data")],
@@ -656,23 +657,14 @@ def main():
         if "B2" in only:
             warm_up(stack)
         if "B1" in only or "B5" in only:
-            if os.environ.get("BENCH_PERF") == "B1":
-                perf = subprocess.Popen(["perf", "record", "-F", "999", "-g", "-p", str(stack.relay.pid), "-o",
-                                         os.path.join(args.out, "b1-perf.data")],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            perf = start_perf(stack, args.out, "B1")
             results["B1"] = bench_b1(stack, args.b1_rate, args.b1_seconds)
-            if os.environ.get("BENCH_PERF") == "B1":
-                perf.send_signal(signal.SIGINT)
-                perf.wait()
+            stop_perf(perf)
         if "B2" in only:
-            if os.environ.get("BENCH_PERF"):
-                perf = subprocess.Popen(["perf", "record", "-F", "499", "-g", "-p", str(stack.relay.pid), "-o",
-                                         os.path.join(args.out, "b2-perf.data")],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            # B2 is profiled whatever BENCH_PERF names (BENCH_PERF=1 … --only B2).
+            perf = start_perf(stack, args.out, "B2", frequency=499, any_name=True)
             results["B2"] = bench_b2(stack, args.b2_activities)
-            if os.environ.get("BENCH_PERF"):
-                perf.send_signal(signal.SIGINT)
-                perf.wait()
+            stop_perf(perf)
         if "B2M" in only:
             results["B2m"] = bench_b2m(stack, args.b2_activities)
         if "B5" in only:

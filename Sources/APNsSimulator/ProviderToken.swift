@@ -8,10 +8,6 @@ struct ProviderToken: Sendable, Hashable {
     var teamID: String
     var issuedAt: Int64
 
-    private struct Header: Decodable {
-        var kid: String
-    }
-
     private struct Claims: Decodable {
         var iss: String
         var iat: Int64
@@ -19,9 +15,10 @@ struct ProviderToken: Sendable, Hashable {
 
     /// Nil when the token is malformed or its signature does not verify with `key`.
     init?(verifying jwt: String, key: P256.Signing.PublicKey) {
-        guard let (header, claims) = try? SimulatorJWT.verifyES256(jwt, key: key, as: (Header.self, Claims.self))
-        else { return nil }
-        self.init(keyID: header.kid, teamID: claims.iss, issuedAt: claims.iat)
+        guard let (keyID, claims) = try? SimulatorJWT.verifyES256(jwt, key: key, claims: Claims.self) else {
+            return nil
+        }
+        self.init(keyID: keyID, teamID: claims.iss, issuedAt: claims.iat)
     }
 
     init(keyID: String, teamID: String, issuedAt: Int64) {

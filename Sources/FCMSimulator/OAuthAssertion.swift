@@ -14,10 +14,6 @@ struct OAuthAssertion: Sendable, Hashable {
     var issuedAt: Int64
     var expiresAt: Int64
 
-    private struct Header: Decodable {
-        var kid: String
-    }
-
     private struct Claims: Decodable {
         var iss: String
         var scope: String
@@ -28,8 +24,8 @@ struct OAuthAssertion: Sendable, Hashable {
 
     /// Throws `SimulatorJWT.Failure` when the assertion is malformed or its signature does not verify with `key`.
     init(verifying jwt: String, key: _RSA.Signing.PublicKey) throws {
-        let (header, claims) = try SimulatorJWT.verifyRS256(jwt, key: key, as: (Header.self, Claims.self))
-        keyID = header.kid
+        let (keyID, claims) = try SimulatorJWT.verifyRS256(jwt, key: key, claims: Claims.self)
+        self.keyID = keyID
         issuer = claims.iss
         scope = claims.scope
         audience = claims.aud

@@ -24,6 +24,7 @@ public final class DeliveryWorker: Service, Sendable {
     private let doorbell: Doorbell
     private let stopping: StopSignal
     private let metrics: RelayMetrics?
+    private let recorder: OutcomeRecorder
 
     /// - Parameter transports: one per configured push service; deliveries for the others are settled `failed`.
     public init(connector: DatabaseConnector, listener: WakeupListener, transports: [any DeliveryTransport],
@@ -38,6 +39,7 @@ public final class DeliveryWorker: Service, Sendable {
         var planner = DeliveryPlanner()
         planner.priority10PerHour = configuration.priority10PerHour
         self.planner = planner
+        recorder = OutcomeRecorder(retry: configuration.retry, configured: Set(self.transports.keys))
         self.logger = logger
         self.store = OutboxStore(logger: logger)
         (self.gateID, self.doorbell) = listener.register(sharesWork: true)
@@ -190,7 +192,6 @@ public final class DeliveryWorker: Service, Sendable {
         }
         let results = await deliver(plan.pushes)
         let sent = clock.now
-        let recorder = OutcomeRecorder(retry: configuration.retry, configured: Set(transports.keys))
         for (push, result) in zip(plan.pushes, results) {
             let dead = recorder.record(result, of: push, now: Date().timeIntervalSince1970,
                                        random: .random(in: 0...1), into: &outcome)

@@ -12,39 +12,42 @@ public enum SimulatorJWT {
         case badSignature
     }
 
-    /// An ES256 token (APNs provider tokens): header and claims decoded as `Header` and `Claims`.
-    public static func verifyES256<Header: Decodable, Claims: Decodable>(
-        _ token: String, key: P256.Signing.PublicKey, as: (Header.Type, Claims.Type)
-    ) throws -> (Header, Claims) {
+    /// An ES256 token (APNs provider tokens): the header's key id, and the claims decoded as `Claims`.
+    public static func verifyES256<Claims: Decodable>(
+        _ token: String, key: P256.Signing.PublicKey, claims: Claims.Type
+    ) throws -> (keyID: String, claims: Claims) {
         let parts = try split(token, algorithm: "ES256")
         guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: parts.signature),
               key.isValidSignature(signature, for: parts.signed) else { throw Failure.badSignature }
-        return (try decode(Header.self, parts.header), try decode(Claims.self, parts.claims))
+        return (parts.keyID, try decode(Claims.self, parts.claims))
     }
 
     /// An RS256 token (Google's OAuth JWT-bearer assertions).
-    public static func verifyRS256<Header: Decodable, Claims: Decodable>(
-        _ token: String, key: _RSA.Signing.PublicKey, as: (Header.Type, Claims.Type)
-    ) throws -> (Header, Claims) {
+    public static func verifyRS256<Claims: Decodable>(
+        _ token: String, key: _RSA.Signing.PublicKey, claims: Claims.Type
+    ) throws -> (keyID: String, claims: Claims) {
         let parts = try split(token, algorithm: "RS256")
         let signature = _RSA.Signing.RSASignature(rawRepresentation: parts.signature)
         guard key.isValidSignature(signature, for: parts.signed, padding: .insecurePKCS1v1_5) else {
             throw Failure.badSignature
         }
-        return (try decode(Header.self, parts.header), try decode(Claims.self, parts.claims))
+        return (parts.keyID, try decode(Claims.self, parts.claims))
     }
 
-    private struct Algorithm: Decodable {
+    /// The header both services require: the algorithm and the signing key's id.
+    private struct Header: Decodable {
         var alg: String
+        var kid: String
     }
 
     private static func split(_ token: String, algorithm: String) throws
-        -> (header: Data, claims: Data, signature: Data, signed: Data) {
+        -> (keyID: String, claims: Data, signature: Data, signed: Data) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         guard parts.count == 3, let header = base64URL(parts[0]), let claims = base64URL(parts[1]),
-              let signature = base64URL(parts[2]),
-              try decode(Algorithm.self, header).alg == algorithm else { throw Failure.malformed }
-        return (header, claims, signature, Data("\(parts[0]).\(parts[1])".utf8))
+              let signature = base64URL(parts[2]) else { throw Failure.malformed }
+        let decoded = try decode(Header.self, header)
+        guard decoded.alg == algorithm else { throw Failure.malformed }
+        return (decoded.kid, claims, signature, Data("\(parts[0]).\(parts[1])".utf8))
     }
 
     private static func decode<T: Decodable>(_ type: T.Type, _ data: Data) throws -> T {

@@ -49,7 +49,7 @@ public struct StreamRoutes: Sendable {
             throw APIError(status: .serviceUnavailable,
                            message: "the stream is not ready yet (the database is unreachable); retry")
         }
-        let subscriber = StreamSubscriber(limit: hub.bufferSize)
+        let subscriber = StreamSubscriber(limit: StreamSubscriber.defaultLimit)
         let (id, cursor) = hub.subscribe(channels: Set(channels), sink: subscriber)
         var prefix = [SSEFrame.connected]
         do {

@@ -22,6 +22,8 @@ final class StreamSubscriber: StreamSink {
     /// The most items that may wait for a client (in this buffer, or beyond a full socket buffer) before it is
     /// dropped and must resume with `Last-Event-ID`.
     let limit: Int
+    /// A client more than this many events behind is disconnected (and resumes).
+    static let defaultLimit = 1024
 
     init(limit: Int) {
         self.limit = limit

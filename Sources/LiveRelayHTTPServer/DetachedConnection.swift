@@ -37,16 +37,12 @@ public final class DetachedConnection: Sendable {
 
     /// Writes one chunk of the response body and flushes it.
     public func write(_ buffer: ByteBuffer) {
-        writer.enqueue(channel, .write(.body(buffer)))
+        writer.enqueue(channel, [.write(.body(buffer))])
     }
 
     /// Ends the response (after `last`, if given) and closes the connection once it is written.
     public func finish(last: ByteBuffer? = nil) {
-        if let last {
-            writer.enqueue(channel, .write(.body(last)), .endAndClose)
-        } else {
-            writer.enqueue(channel, .endAndClose)
-        }
+        writer.enqueue(channel, (last.map { [.write(.body($0))] } ?? []) + [.endAndClose])
     }
 
     /// Sets what to do when the server stops; without it the connection is closed.
@@ -67,7 +63,7 @@ public final class DetachedConnection: Sendable {
             state.detached = true
             return state.head
         }
-        if let head { writer.enqueue(channel, .write(.head(head))) }
+        if let head { writer.enqueue(channel, [.write(.head(head))]) }
     }
 
     func quiesce() {
@@ -111,10 +107,7 @@ public struct DetachableBodyWriter: ResponseBodyWriter {
 extension DetachedConnection {
     /// Writes a whole response that was not detached, then closes the connection.
     func writeWhole(_ head: HTTPResponse, body: ByteBuffer) {
-        if body.readableBytes > 0 {
-            writer.enqueue(channel, .write(.head(head)), .write(.body(body)), .endAndClose)
-        } else {
-            writer.enqueue(channel, .write(.head(head)), .endAndClose)
-        }
+        let chunk: [LoopWriter.Action] = body.readableBytes > 0 ? [.write(.body(body))] : []
+        writer.enqueue(channel, [.write(.head(head))] + chunk + [.endAndClose])
     }
 }

@@ -38,6 +38,7 @@ final class FirstRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         idleTimer = context.eventLoop.scheduleTask(in: idleTimeout) { loopBound.value.close(promise: nil) }
     }
 
+    /// Also when the connection closes before its first request: its task then has nothing to do.
     func handlerRemoved(context: ChannelHandlerContext) {
         idleTimer?.cancel()
         if case .waiting(let promise) = state {
@@ -96,15 +97,6 @@ final class FirstRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         case .handedOver:
             context.fireErrorCaught(error)
         }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        if case .waiting(let promise) = state {
-            state = .handedOver
-            idleTimer?.cancel()
-            promise.succeed(.detached)
-        }
-        context.fireChannelInactive()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

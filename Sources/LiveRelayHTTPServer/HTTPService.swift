@@ -28,6 +28,14 @@ public struct HTTPService: Service {
         onServerRunning: @escaping @Sendable (any Channel) async -> Void
     ) throws where Context.Source == ApplicationRequestContextSource {
         let answer = Answer(responder: router.buildResponder(), serverName: serverName, logger: logger)
+        try self.init(answer: answer, server: server, address: address, onServerRunning: onServerRunning)
+    }
+
+    private init<Responder: HTTPResponder>(
+        answer: Answer<Responder>, server: HTTPServerBuilder, address: BindAddress,
+        onServerRunning: @escaping @Sendable (any Channel) async -> Void
+    ) throws where Responder.Context.Source == ApplicationRequestContextSource {
+        let serverName = answer.serverName, logger = answer.logger
         self.server = try server.buildServer(
             configuration: .init(address: address, serverName: serverName),
             eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
@@ -53,8 +61,7 @@ public struct HTTPService: Service {
                 responder: responder, configuration: configuration, detachedPaths: detachedPaths,
                 answer: { head, connection in await answer.detached(head, connection: connection) })
         }
-        try self.init(router: router, server: builder, address: address, serverName: serverName, logger: logger,
-                      onServerRunning: onServerRunning)
+        try self.init(answer: answer, server: builder, address: address, onServerRunning: onServerRunning)
     }
 
     public func run() async throws {

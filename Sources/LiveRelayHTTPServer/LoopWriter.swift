@@ -39,7 +39,7 @@ final class LoopWriter: Sendable {
         }
     }
 
-    func enqueue(_ channel: any Channel, _ actions: Action...) {
+    func enqueue(_ channel: any Channel, _ actions: [Action]) {
         let schedule = queue.withLockedValue { queue -> Bool in
             for action in actions { queue.actions.append((channel, action)) }
             guard !queue.scheduled else { return false }

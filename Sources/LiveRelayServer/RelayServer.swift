@@ -65,20 +65,15 @@ public struct RelayServer: Sendable {
         ).routeSignatures()
     }
 
-    /// Writes the update budget where the views read it (`liverelay_priority10_limit`).
-    func publishSettings() async throws {
-        let budget = configuration.delivery.priority10PerHour
-        try await connector.withConnection(logger: logger) { connection in
-            try await RelaySettings.publishUpdateBudget(budget, on: connection, logger: logger)
-        }
-    }
-
-    /// `LIVERELAY_TOKEN_SECRET`, or the one generated and kept in `relay_setting` (shared by every relay).
-    func tokenSecret() async throws -> String {
-        if let secret = configuration.tokenSecret { return secret }
-        let candidate = randomHex(bytes: 32)
+    /// Writes the update budget where the views read it, and returns the device-token secret:
+    /// `LIVERELAY_TOKEN_SECRET`, or the one generated and kept in `relay_setting` (shared by every relay). One
+    /// connection for both, before the pool runs.
+    func publishSettings() async throws -> String {
+        let budget = configuration.delivery.priority10PerHour, configured = configuration.tokenSecret
         return try await connector.withConnection(logger: logger) { connection in
-            try await RelaySettings.tokenSecret(candidate: candidate, on: connection, logger: logger)
+            try await RelaySettings.publishUpdateBudget(budget, on: connection, logger: logger)
+            if let configured { return configured }
+            return try await RelaySettings.tokenSecret(candidate: randomHex(bytes: 32), on: connection, logger: logger)
         }
     }
 
@@ -115,10 +110,10 @@ public struct RelayServer: Sendable {
             connector: connector, maximumAgeSeconds: configuration.delivery.activityMaxAgeSeconds, logger: logger)
         let hub = BroadcastHub(connector: connector, listener: listener, logger: logger)
         let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger)
-        try await publishSettings()
+        let tokenSecret = try await publishSettings()
         let router = makeAPI(
             listener: listener, hub: hub, pool: pool, metrics: metrics, credentialsMinted: transports.credentialsMinted,
-            auth: Authenticator(adminToken: configuration.adminToken, tokenSecret: try await tokenSecret())
+            auth: Authenticator(adminToken: configuration.adminToken, tokenSecret: tokenSecret)
         ).makeRouter()
         let host = configuration.host
         // An idle connection is closed after 60 s (streams write a heartbeat every 10 s). A stream that opens its

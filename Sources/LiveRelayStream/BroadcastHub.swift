@@ -45,17 +45,15 @@ public final class BroadcastHub: Service, Sendable {
     private let state = Mutex(State())
     private let doorbell: Doorbell
     let retention: Duration
-    public let bufferSize: Int
     /// The most events one read of the log takes.
     static let readLimit = 2000
 
     public init(connector: DatabaseConnector, listener: WakeupListener, logger: Logger,
-                retention: Duration = .seconds(24 * 3600), bufferSize: Int = 1024) {
+                retention: Duration = .seconds(24 * 3600)) {
         self.connector = connector
         self.listener = listener
         self.logger = logger
         self.retention = retention
-        self.bufferSize = bufferSize
         // Rung on every wake-up, but not part of the wake-up gate: it reads what the workers' batches and the gate's
         // re-scans ring it for, and never keeps writers from waking the workers.
         doorbell = listener.register().doorbell

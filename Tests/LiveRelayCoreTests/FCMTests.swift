@@ -77,15 +77,14 @@ struct FCMTests {
     func assertion() throws {
         let account = try FCMServiceAccount(json: Self.account(), variable: "FCM_SERVICE_ACCOUNT")
         let jwt = try OAuthAssertionJWT.make(account: account, issuedAt: 1_800_000_000)
-        let parts = (AssertionHeader.self, AssertionClaims.self)
-        let (header, claims) = try SimulatorJWT.verifyRS256(jwt, key: Self.key.publicKey, as: parts)
-        #expect(header.kid == "kid-1" && claims.iss == "relay@demo-project.iam.gserviceaccount.com")
+        let (keyID, claims) = try SimulatorJWT.verifyRS256(jwt, key: Self.key.publicKey, claims: AssertionClaims.self)
+        #expect(keyID == "kid-1" && claims.iss == "relay@demo-project.iam.gserviceaccount.com")
         #expect(claims.scope == "https://www.googleapis.com/auth/firebase.messaging")
         #expect(claims.aud == "https://oauth2.googleapis.com/token")
         #expect(claims.iat == 1_800_000_000 && claims.exp == 1_800_003_600)
         let other = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         #expect(throws: SimulatorJWT.Failure.badSignature) {
-            try SimulatorJWT.verifyRS256(jwt, key: other.publicKey, as: parts)
+            try SimulatorJWT.verifyRS256(jwt, key: other.publicKey, claims: AssertionClaims.self)
         }
     }
 
@@ -137,11 +136,7 @@ struct FCMTests {
     }
 }
 
-/// An OAuth assertion's header and claims as Google's token endpoint reads them.
-struct AssertionHeader: Decodable {
-    var kid: String
-}
-
+/// An OAuth assertion's claims as Google's token endpoint reads them.
 struct AssertionClaims: Decodable {
     var iss: String
     var scope: String

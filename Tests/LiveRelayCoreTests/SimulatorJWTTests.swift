@@ -10,7 +10,7 @@ import Testing
 @Suite("Simulators' JWT verifier")
 struct SimulatorJWTTests {
     let key = P256.Signing.PrivateKey()
-    static let parts = (ProviderTokenHeader.self, ProviderTokenClaims.self)
+    static let claims = ProviderTokenClaims.self
 
     func token() throws -> String {
         try ProviderTokenJWT.make(teamID: "T", keyID: "K", issuedAt: 1_800_000_000, privateKey: key)
@@ -24,7 +24,7 @@ struct SimulatorJWTTests {
             .replacingOccurrences(of: "=", with: "").replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_")
         #expect(throws: SimulatorJWT.Failure.badSignature) {
-            try SimulatorJWT.verifyES256(pieces.joined(separator: "."), key: key.publicKey, as: Self.parts)
+            try SimulatorJWT.verifyES256(pieces.joined(separator: "."), key: key.publicKey, claims: Self.claims)
         }
     }
 
@@ -35,12 +35,12 @@ struct SimulatorJWTTests {
         let pieces = token.split(separator: ".").map(String.init)
         for bad in [none + "." + pieces[1] + ".", pieces[0] + "." + pieces[1], token + "!", "a.b.c"] {
             #expect(throws: SimulatorJWT.Failure.malformed) {
-                try SimulatorJWT.verifyES256(bad, key: key.publicKey, as: Self.parts)
+                try SimulatorJWT.verifyES256(bad, key: key.publicKey, claims: Self.claims)
             }
         }
         #expect(throws: SimulatorJWT.Failure.malformed, "an ES256 token read as RS256") {
             try SimulatorJWT.verifyRS256(token, key: _RSA.Signing.PrivateKey(keySize: .bits2048).publicKey,
-                                         as: Self.parts)
+                                         claims: Self.claims)
         }
     }
 }
