@@ -28,8 +28,13 @@ DROP FUNCTION IF EXISTS liverelay_claim_batch(integer);
 -- read from delivery_outbox_due in order, never sorted, and everything else by primary key. (`jit = off`: a scan
 -- without an index to use carries seqscan's penalty in its cost, which would start the JIT compiler, 230 ms, for a
 -- statement that takes a fraction of a millisecond.)
+--
+-- Channel rows (sql/050_channels.sql) are locked per channel and side instead, and returned with `channel_id`; the
+-- worker reads their channels' state with liverelay_channel_states once it holds those locks.
 DROP FUNCTION IF EXISTS liverelay_claim(integer);
-CREATE OR REPLACE FUNCTION liverelay_claim_batch(batch integer, ids bigint[] DEFAULT NULL)
+-- The claim's name until channel rows came (its rows gained `channel_id`).
+DROP FUNCTION IF EXISTS liverelay_claim_batch(integer, bigint[]);
+CREATE OR REPLACE FUNCTION liverelay_claim_deliveries(batch integer, ids bigint[] DEFAULT NULL)
 
 RETURNS TABLE (id bigint, kind text, platform text, activity_id uuid, event_type text, secret_hash text,
                session_id text, device_token text, bundle_id text, apns_env text, payload text, priority integer,
@@ -38,7 +43,7 @@ RETURNS TABLE (id bigint, kind text, platform text, activity_id uuid, event_type
                status text, content_state text, stale_date bigint, dismissal_date bigint,
                relevance_score double precision, state_priority integer, has_message boolean, message text,
                last_timestamp bigint, last_payload text, state_platform text, frequent_updates boolean,
-               priority10_last_hour integer)
+               priority10_last_hour integer, channel_id uuid)
 LANGUAGE plpgsql VOLATILE
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off
 SET enable_sort = on SET enable_bitmapscan = on
@@ -47,6 +52,7 @@ AS $$
 DECLARE
     claimed bigint[];
     locked_ids uuid[];
+    locked_chains text[];
 BEGIN
     IF ids IS NULL THEN
         -- Walking delivery_outbox_due in order up to the limit, never reading every due row and sorting them
@@ -72,11 +78,16 @@ BEGIN
     FROM (SELECT DISTINCT o.activity_id FROM delivery_outbox o
           WHERE o.id = ANY (claimed) AND o.activity_id IS NOT NULL) d
     WHERE pg_try_advisory_xact_lock(hashtextextended(d.activity_id::text, 7031));
+    SELECT array_agg(d.chain) INTO locked_chains
+    FROM (SELECT DISTINCT o.channel_id::text || ':' || o.platform AS chain FROM delivery_outbox o
+          WHERE o.id = ANY (claimed) AND o.kind = 'channel') d
+    WHERE pg_try_advisory_xact_lock(hashtextextended(d.chain, 7032));
     RETURN QUERY
     SELECT c.id, c.kind, c.platform, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token,
            c.bundle_id, c.apns_env, c.payload::text, c.priority::int4, c.apns_id, c.request_id,
            extract(epoch FROM c.enqueued_at)::float8, c.attempts,
-           floor(extract(epoch FROM clock_timestamp()))::int8, l.id IS NOT NULL,
+           floor(extract(epoch FROM clock_timestamp()))::int8,
+           l.id IS NOT NULL OR (c.kind = 'channel' AND c.channel_id::text || ':' || c.platform = ANY (locked_chains)),
            a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state::text,
            -- An activity without a stale date of its own gets its type's default, counted from its last write.
            floor(extract(epoch FROM coalesce(a.stale_date, a.updated_at + t.stale_after)))::bigint,
@@ -84,7 +95,8 @@ BEGIN
            a.relevance_score, a.priority::integer, m.device_uuid IS NOT NULL, m.message,
            s.last_timestamp, encode(s.last_payload, 'hex'), a.platform, coalesce(a.frequent_updates, false),
            coalesce((SELECT count(*)::integer FROM unnest(s.priority10_sent_at) AS p(at)
-                     WHERE p.at > extract(epoch FROM statement_timestamp()) - 3600), 0)
+                     WHERE p.at > extract(epoch FROM statement_timestamp()) - 3600), 0),
+           c.channel_id
     FROM delivery_outbox c
     LEFT JOIN unnest(locked_ids) AS l(id) ON l.id = c.activity_id
     LEFT JOIN activity_registration a ON a.id = l.id
@@ -119,7 +131,7 @@ CREATE OR REPLACE FUNCTION liverelay_record_batch(
     sent_ids uuid[], sent_timestamps bigint[], sent_hashes text[], sent_priority10 boolean[]
 ) RETURNS integer
 LANGUAGE plpgsql VOLATILE
--- Kept plans that cannot go stale, as the claim's (see liverelay_claim_batch): every statement reaches its rows by
+-- Kept plans that cannot go stale, as the claim's (see liverelay_claim_deliveries): every statement reaches its rows by
 -- primary key; planning them at every batch cost more than running them (1.3-1.7 ms against 0.75 for one row).
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off
 AS $$

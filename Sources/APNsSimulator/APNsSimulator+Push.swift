@@ -73,29 +73,7 @@ extension APNsSimulator {
         guard environment == "production" || environment == "sandbox" else {
             throw Rejection(status: 404, reason: "BadPath", detail: "unknown environment \(environment)")
         }
-        // Provider token.
-        guard let authorization = header("authorization"), authorization.lowercased().hasPrefix("bearer ") else {
-            throw Rejection(status: 403, reason: "MissingProviderToken", detail: "no authorization: bearer header")
-        }
-        let jwt = String(authorization.dropFirst("bearer ".count))
-        let known = state.withLock { $0.providerTokens[jwt] }
-        guard let claims = known ?? ProviderToken(verifying: jwt, key: credentials.publicKey) else {
-            throw Rejection(status: 403, reason: "InvalidProviderToken", detail: "the ES256 signature does not verify")
-        }
-        if let keyID = credentials.keyID, claims.keyID != keyID {
-            throw Rejection(status: 403, reason: "InvalidProviderToken", detail: "kid \(claims.keyID) is not \(keyID)")
-        }
-        if let teamID = credentials.teamID, claims.teamID != teamID {
-            throw Rejection(status: 403, reason: "InvalidProviderToken", detail: "iss \(claims.teamID) is not \(teamID)")
-        }
-        let now = Int64(Date().timeIntervalSince1970)
-        if now - claims.issuedAt > 3600 || (faults.expireProviderTokensIssuedBefore.map { claims.issuedAt < $0 } ?? false) {
-            throw Rejection(status: 403, reason: "ExpiredProviderToken", detail: "iat \(claims.issuedAt) is too old")
-        }
-        if claims.issuedAt - now > 300 {
-            throw Rejection(status: 403, reason: "InvalidProviderToken", detail: "iat \(claims.issuedAt) is in the future")
-        }
-        if known == nil { state.withLock { $0.providerTokens[jwt] = claims } }
+        let claims = try authenticate(header("authorization"), faults: faults)
         // Headers.
         let pushType = header("apns-push-type")
         let validTypes = ["alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets"]
@@ -156,6 +134,33 @@ extension APNsSimulator {
             sequence: 0, token: token, environment: environment, pushType: pushType, topic: topic, priority: priority,
             expiration: expiration, apnsID: apnsID.lowercased(), providerTokenIssuedAt: claims.issuedAt,
             receivedAt: Date().timeIntervalSince1970, payload: payload)
+    }
+
+    /// The provider token's checks, as APNs makes them for every request (pushes, channel management, broadcasts).
+    func authenticate(_ authorization: String?, faults: SimulatorFaults) throws -> ProviderToken {
+        guard let authorization, authorization.lowercased().hasPrefix("bearer ") else {
+            throw Rejection(status: 403, reason: "MissingProviderToken", detail: "no authorization: bearer header")
+        }
+        let jwt = String(authorization.dropFirst("bearer ".count))
+        let known = state.withLock { $0.providerTokens[jwt] }
+        guard let claims = known ?? ProviderToken(verifying: jwt, key: credentials.publicKey) else {
+            throw Rejection(status: 403, reason: "InvalidProviderToken", detail: "the ES256 signature does not verify")
+        }
+        if let keyID = credentials.keyID, claims.keyID != keyID {
+            throw Rejection(status: 403, reason: "InvalidProviderToken", detail: "kid \(claims.keyID) is not \(keyID)")
+        }
+        if let teamID = credentials.teamID, claims.teamID != teamID {
+            throw Rejection(status: 403, reason: "InvalidProviderToken", detail: "iss \(claims.teamID) is not \(teamID)")
+        }
+        let now = Int64(Date().timeIntervalSince1970)
+        if now - claims.issuedAt > 3600 || (faults.expireProviderTokensIssuedBefore.map { claims.issuedAt < $0 } ?? false) {
+            throw Rejection(status: 403, reason: "ExpiredProviderToken", detail: "iat \(claims.issuedAt) is too old")
+        }
+        if claims.issuedAt - now > 300 {
+            throw Rejection(status: 403, reason: "InvalidProviderToken", detail: "iat \(claims.issuedAt) is in the future")
+        }
+        if known == nil { state.withLock { $0.providerTokens[jwt] = claims } }
+        return claims
     }
 
     /// The `aps` of a Live Activity push as Apple documents it.

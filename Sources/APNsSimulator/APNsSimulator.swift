@@ -14,7 +14,9 @@ import Synchronization
 /// Apple's header and payload rules and reasons, fault injection, and a record of every accepted push.
 ///
 /// `POST /3/device/<token>` is production; `POST /sandbox/3/device/<token>` is the sandbox (point `APNS_SANDBOX_URL`
-/// at `https://host:port/sandbox`). Control routes: `GET/DELETE /sim/pushes`, `GET/POST /sim/faults`, `GET /sim/stats`.
+/// at `https://host:port/sandbox`). Broadcast channels: see APNsSimulator+Channels.swift. Control routes:
+/// `GET/DELETE /sim/pushes`, `GET /sim/channels`, `GET/DELETE /sim/broadcasts`, `GET/POST /sim/faults`,
+/// `GET /sim/stats`.
 public final class APNsSimulator: Sendable {
     /// Who may send: the public half of the relay's `.p8` key, and optionally the expected key and team IDs.
     public struct Credentials: Sendable {
@@ -38,6 +40,10 @@ public final class APNsSimulator: Sendable {
         /// Provider tokens whose signature verified, by token text: APNs checks a token once and then trusts it
         /// (an ES256 verification per request would make the simulator, not the relay, the bottleneck of a test).
         var providerTokens: [String: ProviderToken] = [:]
+        /// Broadcast channels by environment, bundle and id, in creation order; accepted broadcasts.
+        var channels: [String: SimulatedChannel] = [:]
+        var channelOrder: [String] = []
+        var broadcasts: [RecordedBroadcast] = []
     }
 
     let credentials: Credentials
@@ -67,6 +73,7 @@ public final class APNsSimulator: Sendable {
         router.post(":environment/3/device/:token") { request, context in
             await self.handlePush(request, context: context, environment: context.parameters.get("environment") ?? "production")
         }
+        addChannelRoutes(to: router)
         router.get("sim/pushes") { request, _ in
             let since = request.uri.queryParameters.get("since", as: Int.self) ?? 0
             let pushes = self.pushes(since: since)

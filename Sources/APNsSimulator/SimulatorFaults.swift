@@ -23,6 +23,10 @@ public struct SimulatorFaults: Sendable, Codable, Equatable {
     /// Share of requests that make the server send GOAWAY on their connection (the request itself is answered; the
     /// connection then drains and closes, as APNs does when it retires a connection).
     public var goAwayRate: Double = 0
+    /// Broadcast channels (by `apns-channel-id`) whose broadcasts are answered with an APNs reason.
+    public var channelErrors: [String: String] = [:]
+    /// Share of Channel Management API requests answered 503 (1: the API is down).
+    public var channelManagementRate503: Double = 0
 
     public init() {}
 
@@ -38,6 +42,8 @@ public struct SimulatorFaults: Sendable, Codable, Equatable {
         expireProviderTokensIssuedBefore = try container.decodeIfPresent(Int64.self, forKey: .expireProviderTokensIssuedBefore)
         resetRate = try container.decodeIfPresent(Double.self, forKey: .resetRate) ?? 0
         goAwayRate = try container.decodeIfPresent(Double.self, forKey: .goAwayRate) ?? 0
+        channelErrors = try container.decodeIfPresent([String: String].self, forKey: .channelErrors) ?? [:]
+        channelManagementRate503 = try container.decodeIfPresent(Double.self, forKey: .channelManagementRate503) ?? 0
     }
 
     /// The status for an APNs reason.

@@ -6,8 +6,11 @@ import NIOHPACK
 
 /// Sends pushes to APNs' provider API over HTTP/2 (one long-lived connection per APNs host, see `HTTP2Client`).
 public final class APNsClient: Sendable {
-    private let http: HTTP2Client
+    let http: HTTP2Client
     private let origins: [APNsEnvironment: HTTP2Origin]
+    /// Apple's Channel Management API, and where broadcasts go, per environment.
+    let channelOrigins: [APNsEnvironment: HTTP2Origin]
+    let broadcastOrigins: [APNsEnvironment: HTTP2Origin]
     public let tokens: ProviderTokenSource
 
     /// - Parameter eventLoop: the loop the connections live on; by default one of the shared loops.
@@ -15,6 +18,12 @@ public final class APNsClient: Sendable {
                 eventLoop: (any EventLoop)? = nil) throws {
         self.origins = try Dictionary(uniqueKeysWithValues: APNsEnvironment.allCases.map {
             ($0, try HTTP2Origin(url: configuration.baseURL(for: $0)))
+        })
+        self.channelOrigins = try Dictionary(uniqueKeysWithValues: APNsEnvironment.allCases.map {
+            ($0, try HTTP2Origin(url: configuration.channelsURL(for: $0)))
+        })
+        self.broadcastOrigins = try Dictionary(uniqueKeysWithValues: APNsEnvironment.allCases.map {
+            ($0, try HTTP2Origin(url: configuration.broadcastURL(for: $0)))
         })
         self.http = try HTTP2Client(
             caFile: configuration.caFile,

@@ -9,7 +9,7 @@ import Logging
 public struct APNsTransport: DeliveryTransport {
     public var kind: TransportKind { .apns }
 
-    private let client: APNsClient
+    let client: APNsClient
 
     public init(client: APNsClient) {
         self.client = client
@@ -29,6 +29,9 @@ public struct APNsTransport: DeliveryTransport {
             // A push-to-start carries the send time as its timestamp.
             payload = delivery.kind == .start
                 ? APNsPayload.settingTimestamp(delivery.timestamp, in: prepared) : prepared
+        case .channel:
+            // Channel steps are not device pushes: see deliverChannels (never sent through this request).
+            payload = .object([:])
         }
         return PushRequest(
             deviceToken: delivery.token, environment: delivery.environment, bundleID: delivery.bundleID,
@@ -37,6 +40,19 @@ public struct APNsTransport: DeliveryTransport {
     }
 
     public func deliver(_ deliveries: [Delivery]) async -> [DeliveryResult] {
+        let channels = deliveries.indices.filter { deliveries[$0].kind == .channel }
+        guard !channels.isEmpty else { return await deliverPushes(deliveries) }
+        // Channel steps and device pushes side by side (one batch of each).
+        let pushes = deliveries.indices.filter { deliveries[$0].kind != .channel }
+        async let channelResults = deliverChannels(channels.map { deliveries[$0] })
+        let pushResults = await deliverPushes(pushes.map { deliveries[$0] })
+        var results = [DeliveryResult?](repeating: nil, count: deliveries.count)
+        for (index, result) in zip(pushes, pushResults) { results[index] = result }
+        for (index, result) in zip(channels, await channelResults) { results[index] = result }
+        return results.map { $0! }
+    }
+
+    private func deliverPushes(_ deliveries: [Delivery]) async -> [DeliveryResult] {
         guard !deliveries.isEmpty else { return [] }
         let requests = deliveries.map(Self.request(for:))
         var token: String

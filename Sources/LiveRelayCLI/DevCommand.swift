@@ -76,6 +76,8 @@ struct DevCommand: AsyncParsableCommand {
                 relayEnvironment["APNS_PRIVATE_KEY_FILE"] = keyPath
                 relayEnvironment["APNS_PRODUCTION_URL"] = "https://127.0.0.1:\(simPort)"
                 relayEnvironment["APNS_SANDBOX_URL"] = "https://127.0.0.1:\(simPort)/sandbox"
+                relayEnvironment["APNS_CHANNELS_PRODUCTION_URL"] = "https://127.0.0.1:\(simPort)"
+                relayEnvironment["APNS_CHANNELS_SANDBOX_URL"] = "https://127.0.0.1:\(simPort)/sandbox"
                 relayEnvironment["APNS_CA_FILE"] = caPath
                 relayEnvironment["APNS_DEFAULT_BUNDLE_ID"] = environment["APNS_DEFAULT_BUNDLE_ID"] ?? DevDemo.bundleID
             }

@@ -8,6 +8,8 @@ public struct Delivery: Sendable, Hashable {
         case liveActivity(LiveActivityContent)
         /// A payload the writer prepared in the platform's own shape (an alert, a push-to-start), sent as it is.
         case prepared(JSONValue)
+        /// A step of a broadcast channel: Apple's channel management or broadcast, or an FCM topic message.
+        case channel(ChannelMessage)
     }
 
     public var platform: Platform

@@ -35,11 +35,20 @@ public struct DeliveryPlanner: Sendable {
         case awaitingToken = "AwaitingToken"
         /// What this push would say was the last thing sent.
         case sameStateAlreadySent = "SameStateAlreadySent"
+        /// The channel's row is gone, and this step needs it.
+        case channelDeleted = "ChannelDeleted"
+        /// The channel is no longer active (ended, deleted or failed): an update or create has nothing to do.
+        case channelNotActive = "ChannelNotActive"
+        /// Apple has not created the channel (yet): its creation queues what is due then.
+        case awaitingChannel = "AwaitingChannel"
+        case channelAlreadyCreated = "ChannelAlreadyCreated"
     }
 
     public struct Plan: Sendable {
         public var pushes: [Push] = []
         public var settled: [Settled] = []
+        /// Rows of locked channel chains left for the next batch (behind the step this batch takes).
+        public var left = 0
     }
 
     /// Seconds a message stays deliverable (`apns-expiration`, FCM's `ttl`).
@@ -56,9 +65,12 @@ public struct DeliveryPlanner: Sendable {
     ///   - snapshots: the current state of each locked activity.
     ///   - lockedActivities: activities this worker may send now (others are left for later).
     ///   - now: epoch seconds from the database clock.
+    ///   - channels, lockedChains: the state of the claimed rows' channels, and the chains this worker may send now.
     public func plan(rows: [OutboxRow], snapshots: [UUID: ActivitySnapshot], lockedActivities: Set<UUID>,
+                     channels: [UUID: ChannelSnapshot] = [:], lockedChains: Set<ChannelChain> = [],
                      now: Int64) -> Plan {
         var plan = Plan()
+        planChannels(rows, channels: channels, lockedChains: lockedChains, now: now, into: &plan)
         var byActivity: [UUID: [OutboxRow]] = [:]
         var activityOrder: [UUID] = []
         for row in rows {
@@ -67,6 +79,8 @@ public struct DeliveryPlanner: Sendable {
                 guard let activityID = row.activityID, lockedActivities.contains(activityID) else { continue }
                 if byActivity[activityID] == nil { activityOrder.append(activityID) }
                 byActivity[activityID, default: []].append(row)
+            case .channel:
+                continue
             case .alert, .start:
                 if let push = directPush(row, now: now) {
                     plan.pushes.append(push)

@@ -4,9 +4,11 @@ public enum DeliveryOutcome: Sendable, Hashable {
     case delivered
     /// Transient (throttled, unavailable, no answer): try again, not before `afterSeconds` when the service said so.
     case retry(afterSeconds: Double?)
-    /// The token is dead: never use it again (activity `invalidated`, device row deleted).
+    /// The token is dead: never use it again (activity `invalidated`, device row deleted; a channel Apple no longer
+    /// knows is `failed`).
     case deadToken
-    /// Permanent for this message (too large, malformed, refused): record the failure, keep the token.
+    /// Permanent for this message (too large, malformed, refused): record the failure, keep the token. For a
+    /// channel's step Apple refused, the channel is `failed`.
     case rejected
     /// The relay's credentials were refused even after minting new ones: retried with backoff (the message is
     /// fine; the operator has to fix the credentials).
@@ -26,6 +28,8 @@ public struct DeliveryResult: Sendable, Hashable {
     public var pushType: PushKind?
     /// The APNs environment that gave the final answer (APNs only).
     public var environment: APNsEnvironment?
+    /// The `apns-channel-id` Apple gave a channel it created.
+    public var apnsChannelID: String?
 
     public init(outcome: DeliveryOutcome, providerStatus: Int? = nil, providerReason: String? = nil,
                 error: String? = nil, pushType: PushKind?, environment: APNsEnvironment? = nil) {

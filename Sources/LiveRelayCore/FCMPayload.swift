@@ -22,6 +22,21 @@ public enum FCMPayload {
         return data
     }
 
+    /// The data of a channel's topic message (the same keys as `liverelay_channel_fcm_data`, which checks the size).
+    public static func channelData(name: String, content: LiveActivityContent, timestamp: Int64) -> [String: JSONValue] {
+        var data: [String: JSONValue] = [
+            "liveRelayChannel": .string(name),
+            "liveRelayEvent": .string(content.event.rawValue),
+            "liveRelayContentState": .string(content.contentState.compactText),
+            "liveRelayTimestamp": .string(String(timestamp)),
+        ]
+        if let staleDate = content.staleDate { data["liveRelayStaleDate"] = .string(String(staleDate)) }
+        if let dismissalDate = content.dismissalDate, content.event == .end {
+            data["liveRelayDismissalDate"] = .string(String(dismissalDate))
+        }
+        return data
+    }
+
     /// An alert of the relay routes for an Android device: a `notification` the system shows, and the event as data.
     /// Stored as the outbox row's payload; the transport adds the token and the Android options.
     public static func alert(title: String, body: String, data: [String: String]) -> JSONValue {

@@ -45,6 +45,12 @@ public enum JSONValue: Sendable, Hashable {
         return nil
     }
 
+    /// The text of a string, or nil for any other value.
+    public var stringValue: String? {
+        if case .string(let text) = self { return text }
+        return nil
+    }
+
     /// Compact JSON text with object keys sorted, so equal values give equal bytes.
     /// The value as compact JSON text.
     public var compactText: String { String(decoding: compactBytes, as: UTF8.self) }

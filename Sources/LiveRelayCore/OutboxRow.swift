@@ -2,14 +2,17 @@ import Foundation
 
 /// One claimed `delivery_outbox` row.
 public struct OutboxRow: Sendable, Hashable {
-    /// `activity` (payload built from the activity's state at send time), `alert` or `start` (payload in the row).
-    public enum Kind: String, Sendable { case activity, alert, start }
+    /// `activity` (payload built from the activity's state at send time), `alert` or `start` (payload in the row),
+    /// `channel` (a step of a broadcast channel, built from the channel's state at send time).
+    public enum Kind: String, Sendable { case activity, alert, start, channel }
 
     public var id: Int64
     public var kind: Kind
     /// The platform of the token an `alert`/`start` row carries (activity rows take it from the activity).
     public var platform: Platform
     public var activityID: UUID?
+    /// The broadcast channel of a `channel` row (and of a `start` that follows a channel).
+    public var channelID: UUID?
     public var eventType: String
     public var secretHash: String?
     public var sessionID: String?
@@ -28,8 +31,10 @@ public struct OutboxRow: Sendable, Hashable {
         id: Int64, kind: Kind, platform: Platform = .ios, activityID: UUID? = nil, eventType: String,
         secretHash: String? = nil, sessionID: String? = nil,
         deviceToken: String? = nil, bundleID: String? = nil, environment: APNsEnvironment? = nil, payload: JSONValue? = nil,
-        priority: Int? = nil, apnsID: UUID = UUID(), requestID: UUID? = nil, enqueuedAt: Double, attempts: Int = 0
+        priority: Int? = nil, apnsID: UUID = UUID(), requestID: UUID? = nil, enqueuedAt: Double, attempts: Int = 0,
+        channelID: UUID? = nil
     ) {
+        self.channelID = channelID
         self.id = id
         self.kind = kind
         self.platform = platform

@@ -90,6 +90,12 @@ public struct APNsConfiguration: Sendable {
     public var defaultBundleID: String?
     public var productionURL: String = "https://api.push.apple.com"
     public var sandboxURL: String = "https://api.sandbox.push.apple.com"
+    /// Apple's Channel Management API (`APNS_CHANNELS_PRODUCTION_URL`, `APNS_CHANNELS_SANDBOX_URL`).
+    public var channelsProductionURL = "https://api-manage-broadcast.push.apple.com:2196"
+    public var channelsSandboxURL = "https://api-manage-broadcast.sandbox.push.apple.com:2195"
+    /// Where broadcasts go (`APNS_BROADCAST_PRODUCTION_URL`, `APNS_BROADCAST_SANDBOX_URL`); nil: the push URL.
+    public var broadcastProductionURL: String?
+    public var broadcastSandboxURL: String?
     /// Extra PEM trust roots (for a simulator).
     public var caFile: String?
     /// How long APNs may go without answering any request of a batch before the rest count as unanswered (and are
@@ -123,6 +129,14 @@ public struct APNsConfiguration: Sendable {
         var configuration = APNsConfiguration(teamID: teamID, keyID: keyID, privateKeyPEM: pem, defaultBundleID: reader.optional("APNS_DEFAULT_BUNDLE_ID"))
         configuration.productionURL = try reader.httpsURL("APNS_PRODUCTION_URL", default: configuration.productionURL)
         configuration.sandboxURL = try reader.httpsURL("APNS_SANDBOX_URL", default: configuration.sandboxURL)
+        configuration.channelsProductionURL = try reader.httpsURL(
+            "APNS_CHANNELS_PRODUCTION_URL", default: configuration.channelsProductionURL)
+        configuration.channelsSandboxURL = try reader.httpsURL(
+            "APNS_CHANNELS_SANDBOX_URL", default: configuration.channelsSandboxURL)
+        configuration.broadcastProductionURL = try reader.httpsURL(
+            "APNS_BROADCAST_PRODUCTION_URL", default: configuration.productionURL)
+        configuration.broadcastSandboxURL = try reader.httpsURL(
+            "APNS_BROADCAST_SANDBOX_URL", default: configuration.sandboxURL)
         configuration.caFile = try reader.readableFile("APNS_CA_FILE")
         return configuration
     }
@@ -130,6 +144,16 @@ public struct APNsConfiguration: Sendable {
     /// The base URL of an environment.
     public func baseURL(for environment: APNsEnvironment) -> String {
         environment == .production ? productionURL : sandboxURL
+    }
+
+    /// The Channel Management API of an environment.
+    public func channelsURL(for environment: APNsEnvironment) -> String {
+        environment == .production ? channelsProductionURL : channelsSandboxURL
+    }
+
+    /// Where an environment's broadcasts go.
+    public func broadcastURL(for environment: APNsEnvironment) -> String {
+        (environment == .production ? broadcastProductionURL : broadcastSandboxURL) ?? baseURL(for: environment)
     }
 }
 

@@ -117,7 +117,7 @@ public final class DeliveryWorker: Service, Sendable {
                 // (ringing every worker after every batch cost each one-row write several empty claims). A worker
                 // that skipped rows of an activity this batch held looks again within 20 ms (below).
                 listener.ringAfterBatch(from: gateID, full: result.claimed >= configuration.batchSize)
-                if result.named && result.claimed < configuration.batchSize {
+                if result.named && result.claimed < configuration.batchSize && !result.more {
                     // It sent what a wake-up named: the writes that came meanwhile without one (they found the relay
                     // busy) are found by the re-scan that follows going idle, so it goes idle now rather than
                     // claiming once more for nothing, as almost every one-row write would.
@@ -160,6 +160,8 @@ public final class DeliveryWorker: Service, Sendable {
         var processed = 0
         var queuedWebhooks = 0
         var named = false
+        /// It left rows of a channel behind the step it took, or queued some: claim again at once.
+        var more = false
     }
 
     private func batch(on connection: PostgresConnection) async throws -> BatchResult {
@@ -180,15 +182,22 @@ public final class DeliveryWorker: Service, Sendable {
         // Busy from the claim on, so that the relay does not say idle while this batch sends.
         listener.reportBusy(gateID)
         let plan = planner.plan(
-            rows: rows, snapshots: claim.snapshots, lockedActivities: claim.lockedActivities, now: claim.now)
+            rows: rows, snapshots: claim.snapshots, lockedActivities: claim.lockedActivities,
+            channels: claim.channels, lockedChains: claim.lockedChains, now: claim.now)
         let planned = clock.now
 
         var outcome = BatchOutcome()
         for settled in plan.settled {
             outcome.finishedRowIDs.append(settled.row.id)
-            outcome.logs.append(DeliveryLogEntry(
+            var entry = DeliveryLogEntry(
                 row: settled.row, status: settled.status, error: settled.reason.rawValue, transport: nil, pushType: nil,
-                environment: nil, token: nil, providerStatus: nil, providerReason: nil, latencyMilliseconds: nil))
+                environment: nil, token: nil, providerStatus: nil, providerReason: nil, latencyMilliseconds: nil)
+            if settled.row.kind == .channel {
+                entry.channel = settled.row.channelID.flatMap { claim.channels[$0]?.name }
+                    ?? settled.row.payload?.objectValue?["name"]?.stringValue ?? ""
+                entry.channelSide = settled.row.platform
+            }
+            outcome.logs.append(entry)
         }
         let results = await deliver(plan.pushes)
         let sent = clock.now
@@ -202,7 +211,7 @@ public final class DeliveryWorker: Service, Sendable {
                 ])
             }
         }
-        let queuedWebhooks = try await store.record(outcome, on: connection)
+        let (queuedWebhooks, queuedChannelRows) = try await store.record(outcome, on: connection)
         logger.debug("batch", metadata: [
             "rows": "\(rows.count)", "pushes": "\(plan.pushes.count)",
             "woken_ms": "\(notifiedAt.map { (started - $0).milliseconds } ?? -1)",
@@ -224,7 +233,8 @@ public final class DeliveryWorker: Service, Sendable {
         }
         return BatchResult(claimed: rows.count,
                            processed: plan.settled.count + plan.pushes.reduce(0) { $0 + $1.rows.count },
-                           queuedWebhooks: queuedWebhooks, named: byName)
+                           queuedWebhooks: queuedWebhooks, named: byName,
+                           more: plan.left > 0 || queuedChannelRows > 0)
     }
 
     /// Sends every push through its platform's transport, the transports side by side; results in the same order.

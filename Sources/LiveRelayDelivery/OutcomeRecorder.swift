@@ -26,6 +26,7 @@ struct OutcomeRecorder: Sendable {
         let delivery = push.delivery
         let transport = delivery.platform.transport
         let isConfigured = configured.contains(transport)
+        let channel: ChannelMessage? = if case .channel(let message) = delivery.content { message } else { nil }
         func log(_ row: OutboxRow, _ status: DeliveryStatus, _ error: String?, answered: Bool) -> DeliveryLogEntry {
             var entry = DeliveryLogEntry(
                 row: row, status: status, error: error, transport: isConfigured ? transport : nil,
@@ -36,6 +37,10 @@ struct OutcomeRecorder: Sendable {
             if row.id == newest.id {
                 entry.priority = delivery.priority
                 entry.priorityReason = delivery.priorityReason
+            }
+            if let channel {
+                entry.channel = channel.name
+                entry.channelSide = delivery.platform
             }
             return entry
         }
@@ -71,12 +76,23 @@ struct OutcomeRecorder: Sendable {
         switch result.outcome {
         case .delivered:
             finish(.sent, nil)
+            if let channel {
+                recordChannelSent(channel, push: push, result: result, into: &outcome)
+                return nil
+            }
             if let activityID = push.activityID, let hash = push.stateHash {
                 outcome.sentStates.append(.init(activityID: activityID, timestamp: push.timestamp, stateHash: hash,
                                                 priority10: delivery.priority >= 10))
             }
             if let environment = result.environment, environment != delivery.environment {
                 outcome.environmentChanges.append(.init(token: delivery.token, environment: environment))
+            }
+        case .deadToken where channel != nil:
+            // Apple no longer knows the channel: it is failed, and nothing is sent on it again.
+            let reason = result.providerReason ?? "ChannelNotRegistered"
+            finish(.failed, "channel gone: \(reason)")
+            if let channel, channel.step != .delete {
+                outcome.failedChannels.append(.init(channelID: channel.channelID, error: reason))
             }
         case .deadToken:
             let reason = result.providerReason ?? "InvalidToken"
@@ -90,6 +106,7 @@ struct OutcomeRecorder: Sendable {
                 }
             case .alert: outcome.deadDeviceTokens.append(delivery.token)
             case .start: outcome.deadStartTokens.append(delivery.token)
+            case .channel: break
             }
             return DeadToken(token: delivery.token, reason: reason, transport: transport)
         case .retry(let retryAfter):
@@ -99,8 +116,32 @@ struct OutcomeRecorder: Sendable {
             // fine, so it waits with backoff for the operator to fix the credentials rather than being dropped.
             retryLater(after: nil, error: "\(answer ?? "refused"): credentials refused even after minting new ones")
         case .rejected:
-            finish(.failed, result.providerReason ?? result.error ?? answer ?? "rejected")
+            let reason = result.providerReason ?? result.error ?? answer ?? "rejected"
+            finish(.failed, reason)
+            // Apple refused a channel's step: the channel is failed (an FCM refusal fails only that message).
+            if let channel, transport == .apns, result.providerStatus != nil, channel.step != .delete {
+                outcome.failedChannels.append(.init(channelID: channel.channelID, error: reason))
+            }
         }
         return nil
+    }
+
+    /// A channel step that was done: a created channel's id, or what an update or end sent.
+    private func recordChannelSent(_ channel: ChannelMessage, push: DeliveryPlanner.Push, result: DeliveryResult,
+                                   into outcome: inout BatchOutcome) {
+        switch channel.step {
+        case .create:
+            if let id = result.apnsChannelID {
+                outcome.createdChannels.append(.init(channelID: channel.channelID, apnsChannelID: id))
+            }
+        case .update, .end:
+            if let hash = push.stateHash {
+                outcome.channelSentStates.append(.init(
+                    chain: ChannelChain(channelID: channel.channelID, platform: push.delivery.platform),
+                    timestamp: push.timestamp, stateHash: hash))
+            }
+        case .delete:
+            break
+        }
     }
 }

@@ -19,24 +19,55 @@ public struct OutboxStore: Sendable {
         public var lockedActivities: Set<UUID> = []
         /// The current state of each locked activity (absent when the activity was deleted).
         public var snapshots: [UUID: ActivitySnapshot] = [:]
+        /// Channel chains this worker holds the lock of, and their channels' state (absent when deleted).
+        public var lockedChains: Set<ChannelChain> = []
+        public var channels: [UUID: ChannelSnapshot] = [:]
 
         public init() {}
     }
 
-    /// In one statement (one round trip, `liverelay_claim_batch` in sql/040_delivery.sql): locks up to `limit` due
+    /// In one statement (one round trip, `liverelay_claim_deliveries` in sql/040_delivery.sql): locks up to `limit` due
     /// rows no other worker holds, takes the per-activity advisory lock of each of their activities it can (one sender
     /// per activity across all relays), and reads those activities' state with the device's message and what was last
     /// sent (in a snapshot taken after the locks). Its plans are made once per session and cannot go stale (see the
     /// function's comment).
     public func claim(limit: Int, on connection: PostgresConnection) async throws -> Claim {
         // A prepared statement: parsed once per connection, not once per batch.
-        try await decode(try await connection.execute(ClaimStatement(limit: Int64(limit)), logger: logger))
+        try await withChannels(
+            try await decode(try await connection.execute(ClaimStatement(limit: Int64(limit)), logger: logger)),
+            on: connection)
     }
 
     /// The same as `claim(limit:on:)` for the given rows only, found by primary key: the rows a writer's wake-up
     /// named. Rows another worker holds or that are not due are left out.
     public func claim(ids: [Int64], on connection: PostgresConnection) async throws -> Claim {
-        try await decode(try await connection.execute(ClaimByIDsStatement(ids: ids), logger: logger))
+        try await withChannels(
+            try await decode(try await connection.execute(ClaimByIDsStatement(ids: ids), logger: logger)),
+            on: connection)
+    }
+
+    /// Reads the state of the claim's locked channels (one more round trip, for batches with channel rows only).
+    private func withChannels(_ claim: Claim, on connection: PostgresConnection) async throws -> Claim {
+        guard !claim.lockedChains.isEmpty else { return claim }
+        var claim = claim
+        let ids = Array(Set(claim.lockedChains.map(\.channelID)))
+        let rows = try await connection.query("SELECT * FROM liverelay_channel_states(\(ids)::uuid[])", logger: logger)
+        for try await (id, name, bundleID, env, policy, status, apnsID, topic, state, priority, stale, dismissal,
+                       relevance, iosTimestamp, iosHash, androidTimestamp, androidHash)
+            in rows.decode((UUID, String, String, String, Int32, String, String?, String, String?, Int32, Int64?,
+                            Int64?, Double?, Int64?, String?, Int64?, String?).self) {
+            var channel = ChannelSnapshot(
+                id: id, name: name, bundleID: bundleID, environment: APNsEnvironment(rawValue: env) ?? .production,
+                storagePolicy: Int(policy), status: ChannelStatus(rawValue: status) ?? .failed, apnsChannelID: apnsID,
+                fcmTopic: topic, contentState: state.flatMap { try? JSONValue(parsing: $0) }, priority: Int(priority),
+                staleDate: stale, dismissalDate: dismissal, relevanceScore: relevance)
+            channel.lastTimestamp[.ios] = iosTimestamp
+            channel.lastPayloadHash[.ios] = iosHash
+            channel.lastTimestamp[.android] = androidTimestamp
+            channel.lastPayloadHash[.android] = androidHash
+            claim.channels[id] = channel
+        }
+        return claim
     }
 
     private func decode(_ stream: AsyncThrowingMapSequence<PostgresRowSequence, ClaimStatement.Row>) async throws
@@ -47,7 +78,7 @@ public struct OutboxStore: Sendable {
                        payload, priority, apnsID, requestID, enqueuedAt, attempts, dbNow, locked,
                        snapshotID, token, snapshotBundle, snapshotEnv, status, contentState, stale, dismissal,
                        relevance, snapshotPriority, hasMessage, message, lastTimestamp, lastPayload, platform,
-                       frequentUpdates, priority10LastHour) in stream
+                       frequentUpdates, priority10LastHour, channelID) in stream
         {
             claim.now = dbNow
             claim.rows.append(OutboxRow(
@@ -57,7 +88,10 @@ public struct OutboxStore: Sendable {
                 secretHash: secretHash, sessionID: sessionID, deviceToken: deviceToken, bundleID: bundleID,
                 environment: env.flatMap(APNsEnvironment.init(rawValue:)), payload: payload.flatMap { try? JSONValue(parsing: $0) },
                 priority: priority.map(Int.init), apnsID: apnsID, requestID: requestID, enqueuedAt: enqueuedAt,
-                attempts: Int(attempts)))
+                attempts: Int(attempts), channelID: channelID))
+            if locked, kind == OutboxRow.Kind.channel.rawValue, let channelID {
+                claim.lockedChains.insert(ChannelChain(channelID: channelID, platform: Platform(rawValue: rowPlatform) ?? .ios))
+            }
             guard locked, let activityID else { continue }
             claim.lockedActivities.insert(activityID)
             guard claim.snapshots[activityID] == nil, snapshotID != nil, let snapshotBundle,
@@ -77,10 +111,13 @@ public struct OutboxStore: Sendable {
     /// Writes a batch's outcomes: log rows, removed and rescheduled outbox rows, what was sent
     /// (`liverelay_record_batch`, one round trip), and, when the batch learnt any, dead tokens and tokens of the
     /// other APNs environment (`liverelay_retire_tokens`, `liverelay_move_tokens`). See sql/040_delivery.sql.
-    /// Returns how many webhook rows the batch's lifecycle events queued.
+    /// Returns how many webhook rows the batch's lifecycle events queued, and how many outbox rows its channel
+    /// outcomes queued (a created channel's latest state).
     @discardableResult
-    public func record(_ outcome: BatchOutcome, on connection: PostgresConnection) async throws -> Int {
-        let logs = outcome.logs
+    public func record(_ outcome: BatchOutcome, on connection: PostgresConnection) async throws
+        -> (webhooks: Int, channelRows: Int) {
+        var queuedChannelRows = 0
+        let logs = outcome.logs.filter { $0.channel == nil }
         let retries = outcome.retries, sent = outcome.sentStates
         var queuedWebhooks = 0
         let rows = try await connection.query("""
@@ -105,6 +142,7 @@ public struct OutboxStore: Sendable {
                 \(sent.map(\.priority10))::bool[])
             """, logger: logger)
         for try await count in rows.decode(Int32.self) { queuedWebhooks = Int(count) }
+        if outcome.hasChannelOutcomes { queuedChannelRows = try await recordChannels(outcome, on: connection) }
         if outcome.learntDeadTokens {
             let dead = outcome.deadActivityTokens
             try await connection.query("""
@@ -120,7 +158,31 @@ public struct OutboxStore: Sendable {
                     \(outcome.environmentChanges.map(\.environment.rawValue))::text[])
                 """, logger: logger)
         }
-        return queuedWebhooks
+        return (queuedWebhooks, queuedChannelRows)
+    }
+
+    /// Writes a batch's channel outcomes (`liverelay_record_channels`, sql/050_channels.sql); returns the outbox rows
+    /// they queued.
+    private func recordChannels(_ outcome: BatchOutcome, on connection: PostgresConnection) async throws -> Int {
+        let logs = outcome.logs.filter { $0.channel != nil }
+        let created = outcome.createdChannels, failed = outcome.failedChannels, sent = outcome.channelSentStates
+        var queued = 0
+        let rows = try await connection.query("""
+            SELECT liverelay_record_channels(
+                \(logs.map { $0.channel ?? "" })::text[], \(logs.map { ($0.channelSide ?? .ios).rawValue })::text[],
+                \(logs.map(\.eventType))::text[], \(logs.map(\.status.rawValue))::text[],
+                \(logs.map { $0.error ?? "" })::text[], \(logs.map(\.outboxID))::int8[],
+                \(logs.map { Int32($0.providerStatus ?? 0) })::int4[], \(logs.map { $0.providerReason ?? "" })::text[],
+                \(logs.map { Int32($0.attempt) })::int4[], \(logs.map { $0.latencyMilliseconds ?? -1 })::float8[],
+                \(logs.map { $0.requestID?.uuidString ?? "" })::text[], \(logs.map { Int32($0.priority ?? 0) })::int4[],
+                \(logs.map { $0.transport != nil })::bool[],
+                \(created.map(\.channelID))::uuid[], \(created.map(\.apnsChannelID))::text[],
+                \(failed.map(\.channelID))::uuid[], \(failed.map(\.error))::text[],
+                \(sent.map(\.chain.channelID))::uuid[], \(sent.map(\.chain.platform.rawValue))::text[],
+                \(sent.map(\.timestamp))::int8[], \(sent.map(\.stateHash))::text[])
+            """, logger: logger)
+        for try await count in rows.decode(Int32.self) { queued = Int(count) }
+        return queued
     }
 }
 
@@ -129,9 +191,9 @@ struct ClaimStatement: PostgresPreparedStatement {
     typealias Row = (Int64, String, String, UUID?, String, String?, String?, String?, String?, String?, String?,
                      Int32?, UUID, UUID?, Double, Int32, Int64, Bool,
                      UUID?, String?, String?, String?, String?, String?, Int64?, Int64?, Double?, Int32?, Bool, String?,
-                     Int64?, String?, String?, Bool, Int32)
-    static let name = "liverelay_claim_v6"
-    static let sql = "SELECT * FROM liverelay_claim_batch($1::int4, NULL)"
+                     Int64?, String?, String?, Bool, Int32, UUID?)
+    static let name = "liverelay_claim_v7"
+    static let sql = "SELECT * FROM liverelay_claim_deliveries($1::int4, NULL)"
     var limit: Int64
 
     func makeBindings() throws -> PostgresBindings {
@@ -148,8 +210,8 @@ struct ClaimStatement: PostgresPreparedStatement {
 /// The claim of given rows (see `OutboxStore.claim(ids:on:)`); its rows are the general claim's.
 struct ClaimByIDsStatement: PostgresPreparedStatement {
     typealias Row = ClaimStatement.Row
-    static let name = "liverelay_claim_ids_v1"
-    static let sql = "SELECT * FROM liverelay_claim_batch($1::int4, $2::int8[])"
+    static let name = "liverelay_claim_ids_v2"
+    static let sql = "SELECT * FROM liverelay_claim_deliveries($1::int4, $2::int8[])"
     var ids: [Int64]
 
     func makeBindings() throws -> PostgresBindings {
@@ -207,6 +269,44 @@ public struct BatchOutcome: Sendable {
     public var deadDeviceTokens: [String] = []
     public var deadStartTokens: [String] = []
     public var environmentChanges: [EnvironmentChange] = []
+    /// Channels Apple created (with their `apns-channel-id`), channels Apple refused for good, and what each
+    /// channel's side sent.
+    public var createdChannels: [CreatedChannel] = []
+    public var failedChannels: [FailedChannel] = []
+    public var channelSentStates: [ChannelSent] = []
+
+    public struct CreatedChannel: Sendable, Equatable {
+        public var channelID: UUID
+        public var apnsChannelID: String
+        public init(channelID: UUID, apnsChannelID: String) {
+            self.channelID = channelID
+            self.apnsChannelID = apnsChannelID
+        }
+    }
+    public struct FailedChannel: Sendable, Equatable {
+        public var channelID: UUID
+        public var error: String
+        public init(channelID: UUID, error: String) {
+            self.channelID = channelID
+            self.error = error
+        }
+    }
+    public struct ChannelSent: Sendable, Equatable {
+        public var chain: ChannelChain
+        public var timestamp: Int64
+        public var stateHash: String
+        public init(chain: ChannelChain, timestamp: Int64, stateHash: String) {
+            self.chain = chain
+            self.timestamp = timestamp
+            self.stateHash = stateHash
+        }
+    }
+
+    /// True when the batch has channel rows to log or channel state to write.
+    public var hasChannelOutcomes: Bool {
+        logs.contains { $0.channel != nil } || !createdChannels.isEmpty || !failedChannels.isEmpty
+            || !channelSentStates.isEmpty
+    }
 
     /// True when the batch found any token dead.
     public var learntDeadTokens: Bool {
@@ -259,6 +359,9 @@ public struct DeliveryLogEntry: Sendable {
     public var priorityReason: PriorityReason?
     /// The lifecycle event this outcome emits, in the same transaction.
     public var lifecycle: LifecycleEvent?
+    /// The broadcast channel of a channel row (its name, and the side: `ios` Apple's, `android` the FCM topic).
+    public var channel: String?
+    public var channelSide: Platform?
 
     public init(row: OutboxRow, status: DeliveryStatus, error: String?, transport: TransportKind?, pushType: PushKind?,
                 environment: APNsEnvironment?, token: String?, providerStatus: Int?, providerReason: String?,

@@ -65,13 +65,16 @@ public struct RelayServer: Sendable {
         ).routeSignatures()
     }
 
-    /// Writes the update budget where the views read it, and returns the device-token secret:
+    /// Writes the update budget where the views read it and the channels' defaults, and returns the device-token secret:
     /// `LIVERELAY_TOKEN_SECRET`, or the one generated and kept in `relay_setting` (shared by every relay). One
     /// connection for both, before the pool runs.
     func publishSettings() async throws -> String {
         let budget = configuration.delivery.priority10PerHour, configured = configuration.tokenSecret
+        let channels = RelaySettings.ChannelDefaults(
+            bundleID: configuration.defaultBundleID, fcmEnabled: configuration.fcm != nil)
         return try await connector.withConnection(logger: logger) { connection in
             try await RelaySettings.publishUpdateBudget(budget, on: connection, logger: logger)
+            try await RelaySettings.publishChannelDefaults(channels, on: connection, logger: logger)
             if let configured { return configured }
             return try await RelaySettings.tokenSecret(candidate: randomHex(bytes: 32), on: connection, logger: logger)
         }

@@ -16,6 +16,36 @@ public enum RelaySettings {
             """, logger: logger)
     }
 
+    /// What a write to `broadcast_channel` takes from the relay's configuration.
+    public struct ChannelDefaults: Sendable {
+        /// `APNS_DEFAULT_BUNDLE_ID`: the bundle of channels written without one.
+        public var bundleID: String?
+        /// FCM is configured: channel writes queue topic messages too.
+        public var fcmEnabled: Bool
+        public init(bundleID: String?, fcmEnabled: Bool) {
+            self.bundleID = bundleID
+            self.fcmEnabled = fcmEnabled
+        }
+    }
+
+    /// Publishes the channels' defaults where their triggers read them (sql/050_channels.sql).
+    public static func publishChannelDefaults(_ defaults: ChannelDefaults, on connection: PostgresConnection,
+                                              logger: Logger) async throws {
+        try await connection.query("""
+            INSERT INTO relay_setting (name, value) VALUES ('fcm_enabled', \(defaults.fcmEnabled ? "true" : "false"))
+            ON CONFLICT (name) DO UPDATE SET value = excluded.value
+            """, logger: logger)
+        if let bundleID = defaults.bundleID {
+            try await connection.query("""
+                INSERT INTO relay_setting (name, value) VALUES ('default_bundle_id', \(bundleID))
+                ON CONFLICT (name) DO UPDATE SET value = excluded.value
+                """, logger: logger)
+        } else {
+            try await connection.query(
+                "DELETE FROM relay_setting WHERE name = 'default_bundle_id'", logger: logger)
+        }
+    }
+
     /// The secret device tokens are signed with, shared by every relay of the database: the first relay's
     /// `candidate` is kept, and every later one reads it.
     public static func tokenSecret(candidate: String, on connection: PostgresConnection,

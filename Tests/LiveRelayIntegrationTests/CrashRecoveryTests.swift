@@ -131,7 +131,7 @@ struct CrashRecoveryTests {
                 async let late: [String] = h.rows("""
                     SELECT f.content_state || ' ' || p.content_state::text
                     FROM (SELECT pg_advisory_xact_lock(4242)) waited
-                    CROSS JOIN liverelay_claim_batch(10) f
+                    CROSS JOIN liverelay_claim_deliveries(10) f
                     CROSS JOIN (SELECT content_state FROM activity_registration WHERE id = \(id)) p
                     WHERE f.locked
                     """, as: String.self)

@@ -73,6 +73,8 @@ struct Harness: Sendable {
             "APNS_PRIVATE_KEY": keyPEM.replacingOccurrences(of: "\n", with: "\\n"),
             "APNS_PRODUCTION_URL": "https://127.0.0.1:\(simulatorPort)",
             "APNS_SANDBOX_URL": "https://localhost:\(simulatorPort)/sandbox",
+            "APNS_CHANNELS_PRODUCTION_URL": "https://localhost:\(simulatorPort)",
+            "APNS_CHANNELS_SANDBOX_URL": "https://localhost:\(simulatorPort)/sandbox",
             "APNS_CA_FILE": caFile,
             "PORT": "0",
             "LIVERELAY_POLL_INTERVAL_MS": "200",

@@ -7,7 +7,7 @@ import Testing
 /// The delivery queue's SQL functions (sql/040_delivery.sql) on their own, as a worker calls them.
 @Suite("Outbox SQL functions")
 struct OutboxSQLTests {
-    @Test("liverelay_claim_batch: a second worker skips the rows the first holds and may not send their activity")
+    @Test("liverelay_claim_deliveries: a second worker skips the rows the first holds and may not send their activity")
     func claim() async throws {
         try await Harness.with { h in
             try await h.registerActivity(session: "claimed")
@@ -48,7 +48,7 @@ struct OutboxSQLTests {
                 let queued = try await h.rows("SELECT id FROM delivery_outbox", as: Int64.self)
                 var byID: [Int64] = []
                 for try await id in try await worker.query(
-                    "SELECT id FROM liverelay_claim_batch(10, \(queued))", logger: h.logger).decode(Int64.self) {
+                    "SELECT id FROM liverelay_claim_deliveries(10, \(queued))", logger: h.logger).decode(Int64.self) {
                     byID.append(id)
                 }
                 #expect(byID == queued, "the row is due for a claim made after it was written")
@@ -66,7 +66,7 @@ struct OutboxSQLTests {
         -> [(id: Int64, locked: Bool, status: String?)] {
         var rows: [(id: Int64, locked: Bool, status: String?)] = []
         for try await (id, locked, status) in try await connection.query(
-            "SELECT id, locked, status FROM liverelay_claim_batch(\(batch))", logger: h.logger
+            "SELECT id, locked, status FROM liverelay_claim_deliveries(\(batch))", logger: h.logger
         ).decode((Int64, Bool, String?).self) {
             rows.append((id, locked, status))
         }

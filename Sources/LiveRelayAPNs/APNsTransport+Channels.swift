@@ -1,0 +1,76 @@
+import Foundation
+import LiveRelayCore
+import LiveRelayHTTP2Client
+
+extension APNsTransport {
+    /// Sends channel steps (management requests and broadcasts) with the provider token device pushes use; an
+    /// `ExpiredProviderToken` mints a new token once and resends those steps.
+    func deliverChannels(_ deliveries: [Delivery]) async -> [DeliveryResult] {
+        guard !deliveries.isEmpty else { return [] }
+        let requests = deliveries.map { delivery -> ChannelRequest in
+            guard case .channel(let message) = delivery.content else {
+                preconditionFailure("deliverChannels is given channel deliveries only")
+            }
+            return ChannelRequest.forDelivery(delivery, message: message)
+        }
+        var token: String
+        do {
+            token = try client.tokens.token()
+        } catch {
+            return deliveries.map { _ in
+                DeliveryResult(outcome: .retry(afterSeconds: nil), error: "cannot sign a provider token: \(error)",
+                               pushType: .liveactivity)
+            }
+        }
+        var answers = await client.send(requests, providerToken: token)
+        var unsent: [Int: String] = [:]
+        let expired = answers.indices.filter {
+            if case .success(let answer) = answers[$0] { answer.0.reason == "ExpiredProviderToken" } else { false }
+        }
+        if !expired.isEmpty {
+            do {
+                token = try client.tokens.refresh(rejected: token)
+                let again = await client.send(expired.map { requests[$0] }, providerToken: token)
+                for (index, answer) in zip(expired, again) { answers[index] = answer }
+            } catch {
+                for index in expired { unsent[index] = "cannot sign a new provider token: \(error)" }
+            }
+        }
+        return deliveries.indices.map { index in
+            let environment = deliveries[index].environment
+            if let why = unsent[index] {
+                return DeliveryResult(outcome: .retry(afterSeconds: nil), error: why, pushType: .liveactivity,
+                                      environment: environment)
+            }
+            switch answers[index] {
+            case .success(let (response, channelID)):
+                let creates = if case .create = requests[index].operation { true } else { false }
+                var result = DeliveryResult(
+                    outcome: Self.channelOutcome(response, creates: creates, channelID: channelID),
+                    providerStatus: response.status, providerReason: response.reason, pushType: .liveactivity,
+                    environment: environment)
+                result.apnsChannelID = channelID
+                if creates, (200..<300).contains(response.status), channelID == nil {
+                    result.error = "Apple answered \(response.status) without an apns-channel-id"
+                }
+                return result
+            case .failure(let error):
+                return DeliveryResult(outcome: .retry(afterSeconds: nil), error: "no answer from APNs: \(error)",
+                                      pushType: .liveactivity, environment: environment)
+            }
+        }
+    }
+
+    /// What Apple's answer to a channel step means: any 2xx is done (a create only with the channel's id); a channel
+    /// Apple does not know (`BadChannelId`, `ChannelNotRegistered`) is gone for good; throttling, server errors and
+    /// no answer are retried; any other refusal is final for the channel.
+    static func channelOutcome(_ response: APNsResponse, creates: Bool, channelID: String?) -> DeliveryOutcome {
+        switch (response.status, response.reason ?? "") {
+        case (200..<300, _): return creates && channelID == nil ? .retry(afterSeconds: nil) : .delivered
+        case (400, "BadChannelId"), (400, "ChannelNotRegistered"), (404, _), (410, _): return .deadToken
+        case (403, "ExpiredProviderToken"): return .credentialsRejected
+        case (429, _), (500...599, _): return .retry(afterSeconds: response.retryAfterSeconds)
+        default: return .rejected
+        }
+    }
+}

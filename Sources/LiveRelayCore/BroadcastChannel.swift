@@ -1,0 +1,106 @@
+import Foundation
+
+/// `broadcast_channel.status`.
+public enum ChannelStatus: String, Sendable, Hashable, CaseIterable, Codable {
+    case active, ended, deleted, failed
+}
+
+/// What a `channel` outbox row asks of one side of a channel (`event_type`; `delivery_log.event_type`).
+public enum ChannelStep: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Apple's Channel Management API creates the channel (Apple's side only).
+    case create
+    /// A broadcast / topic message with the channel's latest state.
+    case update
+    /// The same with `event: end`.
+    case end
+    /// Apple deletes the channel (Apple's side only).
+    case delete
+}
+
+/// A channel as read when its step is planned: the row, and what each side last sent.
+public struct ChannelSnapshot: Sendable, Hashable {
+    public var id: UUID
+    public var name: String
+    public var bundleID: String
+    public var environment: APNsEnvironment
+    /// 0: Apple stores no message for offline devices; 1: the most recent one.
+    public var storagePolicy: Int
+    public var status: ChannelStatus
+    public var apnsChannelID: String?
+    public var fcmTopic: String
+    public var contentState: JSONValue?
+    public var priority: Int
+    public var staleDate: Int64?
+    public var dismissalDate: Int64?
+    public var relevanceScore: Double?
+    /// Per side (`ios` is Apple's, `android` the FCM topic): the timestamp and state hash last sent.
+    public var lastTimestamp: [Platform: Int64] = [:]
+    public var lastPayloadHash: [Platform: String] = [:]
+
+    public init(id: UUID, name: String, bundleID: String, environment: APNsEnvironment, storagePolicy: Int = 0,
+                status: ChannelStatus = .active, apnsChannelID: String? = nil, fcmTopic: String? = nil,
+                contentState: JSONValue? = nil, priority: Int = 10, staleDate: Int64? = nil,
+                dismissalDate: Int64? = nil, relevanceScore: Double? = nil) {
+        self.id = id
+        self.name = name
+        self.bundleID = bundleID
+        self.environment = environment
+        self.storagePolicy = storagePolicy
+        self.status = status
+        self.apnsChannelID = apnsChannelID
+        self.fcmTopic = fcmTopic ?? "liverelay.\(name)"
+        self.contentState = contentState
+        self.priority = priority
+        self.staleDate = staleDate
+        self.dismissalDate = dismissalDate
+        self.relevanceScore = relevanceScore
+    }
+
+    /// The channel as a SQL `DELETE` left it in its rows' `payload` (`liverelay_channel_snapshot`), or as Apple's
+    /// create left it when the row was gone (`apns_channel_id` only).
+    public init?(deleted row: OutboxRow) {
+        guard let channelID = row.channelID, let bundleID = row.bundleID,
+              case .object(let snapshot)? = row.payload else { return nil }
+        func integer(_ key: String) -> Int64? {
+            if case .integer(let value)? = snapshot[key] { return value }
+            return nil
+        }
+        var relevance: Double?
+        switch snapshot["relevance_score"] {
+        case .number(let value)?: relevance = value
+        case .integer(let value)?: relevance = Double(value)
+        default: relevance = nil
+        }
+        self.init(
+            id: channelID, name: snapshot["name"]?.stringValue ?? "", bundleID: bundleID,
+            environment: row.environment ?? .production, storagePolicy: Int(integer("storage_policy") ?? 0),
+            status: .deleted, apnsChannelID: snapshot["apns_channel_id"]?.stringValue,
+            fcmTopic: snapshot["fcm_topic"]?.stringValue,
+            contentState: snapshot["content_state"].flatMap { $0 == .null ? nil : $0 },
+            priority: Int(integer("priority") ?? 10), staleDate: integer("stale_date"),
+            dismissalDate: integer("dismissal_date"), relevanceScore: relevance)
+    }
+}
+
+/// What a channel delivery says: the step, the channel's names at Apple and Google, and the state it carries.
+public struct ChannelMessage: Sendable, Hashable {
+    public var step: ChannelStep
+    public var channelID: UUID
+    public var name: String
+    public var apnsChannelID: String?
+    public var fcmTopic: String
+    public var storagePolicy: Int
+    /// The state of an update or end.
+    public var content: LiveActivityContent?
+
+    public init(step: ChannelStep, channelID: UUID, name: String, apnsChannelID: String?, fcmTopic: String,
+                storagePolicy: Int, content: LiveActivityContent?) {
+        self.step = step
+        self.channelID = channelID
+        self.name = name
+        self.apnsChannelID = apnsChannelID
+        self.fcmTopic = fcmTopic
+        self.storagePolicy = storagePolicy
+        self.content = content
+    }
+}

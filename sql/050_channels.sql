@@ -1,0 +1,343 @@
+-- Broadcast channels (docs/channels.md): what a write to broadcast_channel queues, and the relay's own statements.
+
+-- The APNs broadcast payload of a channel update or end, with a placeholder timestamp (the relay sets the real one).
+CREATE OR REPLACE FUNCTION liverelay_channel_payload(event text, c broadcast_channel) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT liverelay_activity_payload(event, c.content_state, c.stale_date, c.dismissal_date, c.relevance_score)
+$$;
+
+-- The data of a channel's FCM topic message, every value a string (FCMPayload.channelData builds the same keys).
+CREATE OR REPLACE FUNCTION liverelay_channel_fcm_data(event text, c broadcast_channel) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object('liveRelayChannel', c.name, 'liveRelayEvent', event,
+                              'liveRelayContentState', liverelay_json_compact(coalesce(c.content_state, '{}'::jsonb)),
+                              'liveRelayTimestamp', '1000000000')
+        || CASE WHEN c.stale_date IS NULL THEN '{}'::jsonb
+                ELSE jsonb_build_object('liveRelayStaleDate', floor(extract(epoch FROM c.stale_date))::bigint::text) END
+        || CASE WHEN c.dismissal_date IS NULL OR event <> 'end' THEN '{}'::jsonb
+                ELSE jsonb_build_object('liveRelayDismissalDate',
+                                        floor(extract(epoch FROM c.dismissal_date))::bigint::text) END
+$$;
+
+-- The channel as it was, for the rows a SQL DELETE queues (the row is gone when they are sent).
+CREATE OR REPLACE FUNCTION liverelay_channel_snapshot(c broadcast_channel) RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+    SELECT jsonb_build_object('name', c.name, 'apns_channel_id', c.apns_channel_id, 'fcm_topic', c.fcm_topic,
+                              'storage_policy', c.storage_policy, 'content_state', c.content_state,
+                              'priority', c.priority,
+                              'stale_date', floor(extract(epoch FROM c.stale_date))::bigint,
+                              'dismissal_date', floor(extract(epoch FROM c.dismissal_date))::bigint,
+                              'relevance_score', c.relevance_score)
+$$;
+
+-- Before a row is written: defaults that come from the relay (bundle_id from APNS_DEFAULT_BUNDLE_ID, published in
+-- relay_setting at start-up), the topic's default, the name that never changes, and the sizes Apple and Google
+-- accept. A refusal says why; nothing is written.
+CREATE OR REPLACE FUNCTION liverelay_channel_defaults() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    size integer;
+BEGIN
+    IF NEW.name !~ '^[A-Za-z0-9_.~%-]{1,64}$' THEN
+        RAISE EXCEPTION 'LiveRelay: channel name "%" is not 1 to 64 characters of A-Z, a-z, 0-9 and _ . ~ %% -', NEW.name
+            USING ERRCODE = 'check_violation',
+                  HINT = 'The name is also the channel''s FCM topic, and FCM accepts only these; nothing was changed.';
+    END IF;
+    IF TG_OP = 'UPDATE' THEN
+        IF NEW.name IS DISTINCT FROM OLD.name THEN
+            RAISE EXCEPTION 'LiveRelay: a channel''s name cannot change (it names its SSE stream and FCM topic)'
+                USING ERRCODE = 'check_violation', HINT = 'Create a new channel instead; nothing was changed.';
+        END IF;
+        NEW.updated_at := now();
+    END IF;
+    IF NEW.bundle_id IS NULL THEN
+        NEW.bundle_id := (SELECT value FROM relay_setting WHERE name = 'default_bundle_id');
+        IF NEW.bundle_id IS NULL THEN
+            RAISE EXCEPTION 'LiveRelay: channel % has no bundle_id, and APNS_DEFAULT_BUNDLE_ID is not set', NEW.name
+                USING ERRCODE = 'not_null_violation', HINT = 'Give bundle_id; nothing was changed.';
+        END IF;
+    END IF;
+    NEW.fcm_topic := coalesce(NEW.fcm_topic, 'liverelay.' || NEW.name);
+    IF NEW.content_state IS NOT NULL AND octet_length(NEW.content_state::text) > 2000 THEN
+        size := liverelay_json_compact_length(liverelay_channel_payload('end', NEW));
+        IF size > 5120 THEN
+            RAISE EXCEPTION '%', format('LiveRelay: the broadcast payload for channel %s would be %s bytes; APNs '
+                                        'accepts at most 5120 on a channel', NEW.name, size)
+                USING ERRCODE = 'check_violation', HINT = 'Shorten content_state; nothing was changed.';
+        END IF;
+        size := liverelay_json_compact_length(liverelay_channel_fcm_data('end', NEW));
+        IF size > 4096 AND liverelay_fcm_enabled() THEN
+            RAISE EXCEPTION '%', format('LiveRelay: the FCM topic message data for channel %s would be %s bytes; FCM '
+                                        'accepts at most 4096', NEW.name, size)
+                USING ERRCODE = 'check_violation', HINT = 'Shorten content_state; nothing was changed.';
+        END IF;
+    END IF;
+    RETURN NEW;
+END $$;
+
+CREATE OR REPLACE TRIGGER broadcast_channel_defaults
+    BEFORE INSERT OR UPDATE ON broadcast_channel FOR EACH ROW EXECUTE FUNCTION liverelay_channel_defaults();
+
+-- Whether the relays send FCM topic messages (published at start-up); without FCM only Apple's side is queued.
+CREATE OR REPLACE FUNCTION liverelay_fcm_enabled() RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce((SELECT value = 'true' FROM relay_setting WHERE name = 'fcm_enabled'), false)
+$$;
+
+-- After a statement: the outbox rows and stream events its rows call for, then one wake-up.
+--   INSERT (active): Apple creates the channel (its state is broadcast once it exists); the topic gets the state.
+--   content_state of an active channel: update on both sides. active → ended: end on both sides.
+--   → deleted: end first when it was active, then Apple deletes the channel. DELETE of the row: the same.
+-- Writes to ended, deleted or failed channels, and the relay's own (apns_channel_id, failed), queue nothing.
+-- Queues a statement's channel steps (in the order given) with their stream events; returns the outbox rows.
+CREATE OR REPLACE FUNCTION liverelay_queue_channel_steps(
+    ids uuid[], platforms text[], steps text[], bundles text[], envs text[], payloads jsonb[], names text[],
+    statuses text[], states jsonb[], events text[]
+) RETURNS bigint[]
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    queued bigint[];
+BEGIN
+    WITH s AS MATERIALIZED (
+        SELECT * FROM unnest(ids, platforms, steps, bundles, envs, payloads, names, statuses, states, events)
+            WITH ORDINALITY AS s(id, platform, step, bundle_id, apns_env, payload, name, status, content_state, sse,
+                                 ord)
+    ), queued AS (
+        INSERT INTO delivery_outbox (kind, channel_id, platform, event_type, bundle_id, apns_env, payload, request_id)
+        SELECT 'channel', id, platform, step, bundle_id, apns_env, payload, liverelay_request_id()
+        FROM s WHERE step IS NOT NULL ORDER BY ord
+        RETURNING id
+    ), logged AS (
+        INSERT INTO broadcast_log (channels, event, data)
+        SELECT ARRAY['channel:' || name], sse,
+               jsonb_build_object('channel', name, 'status', status, 'content_state', content_state)
+        FROM s WHERE sse IS NOT NULL ORDER BY ord
+    )
+    SELECT array_agg(id) INTO queued FROM queued;
+    RETURN queued;
+END $$;
+
+-- After a statement: the outbox rows and stream events its rows call for, then one wake-up.
+--   INSERT (active): Apple creates the channel (its state is broadcast once it exists); the topic gets the state.
+--   content_state of an active channel: update on both sides. active → ended: end on both sides.
+--   → deleted: end first when it was active, then Apple deletes the channel. DELETE of the row: the same.
+-- Writes to ended, deleted or failed channels, and the relay's own (apns_channel_id, failed), queue nothing.
+-- A step of the other side (FCM) is queued only when the relays send FCM; its stream event is the iOS step's.
+CREATE OR REPLACE FUNCTION liverelay_channel_written() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    queued bigint[];
+    fcm boolean := liverelay_fcm_enabled();
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        SELECT liverelay_queue_channel_steps(
+                   array_agg(n.id ORDER BY n.id, s.ord), array_agg(s.platform ORDER BY n.id, s.ord),
+                   array_agg(CASE WHEN s.platform = 'ios' OR (fcm AND n.content_state IS NOT NULL) THEN s.step END
+                             ORDER BY n.id, s.ord),
+                   array_agg(n.bundle_id ORDER BY n.id, s.ord), array_agg(n.apns_env ORDER BY n.id, s.ord),
+                   array_agg(NULL::jsonb ORDER BY n.id, s.ord), array_agg(n.name ORDER BY n.id, s.ord),
+                   array_agg(n.status ORDER BY n.id, s.ord), array_agg(n.content_state ORDER BY n.id, s.ord),
+                   array_agg(CASE WHEN s.platform = 'ios' AND n.content_state IS NOT NULL THEN 'channel-update' END
+                             ORDER BY n.id, s.ord))
+        INTO queued
+        FROM new_rows n
+        CROSS JOIN (VALUES (1, 'ios', 'create'), (2, 'android', 'update')) AS s(ord, platform, step)
+        WHERE n.status = 'active';
+    ELSIF TG_OP = 'UPDATE' THEN
+        SELECT liverelay_queue_channel_steps(
+                   array_agg(n.id ORDER BY n.id, s.ord), array_agg(s.platform ORDER BY n.id, s.ord),
+                   array_agg(CASE WHEN s.platform = 'ios' OR fcm THEN s.step END ORDER BY n.id, s.ord),
+                   array_agg(n.bundle_id ORDER BY n.id, s.ord), array_agg(n.apns_env ORDER BY n.id, s.ord),
+                   array_agg(NULL::jsonb ORDER BY n.id, s.ord), array_agg(n.name ORDER BY n.id, s.ord),
+                   array_agg(n.status ORDER BY n.id, s.ord), array_agg(n.content_state ORDER BY n.id, s.ord),
+                   array_agg(s.sse ORDER BY n.id, s.ord))
+        INTO queued
+        FROM new_rows n
+        JOIN old_rows o ON o.id = n.id
+        CROSS JOIN (VALUES
+            (1, 'ios', 'update', 'channel-update'), (2, 'android', 'update', NULL),
+            (3, 'ios', 'end', 'channel-end'), (4, 'android', 'end', NULL), (5, 'ios', 'delete', NULL)
+        ) AS s(ord, platform, step, sse)
+        WHERE CASE s.step
+              WHEN 'update' THEN o.status = 'active' AND n.status = 'active' AND n.content_state IS NOT NULL
+                                 AND n.content_state IS DISTINCT FROM o.content_state
+              WHEN 'end' THEN o.status = 'active' AND n.status IN ('ended', 'deleted')
+              ELSE o.status IN ('active', 'ended') AND n.status = 'deleted'
+          END;
+    ELSE
+        SELECT liverelay_queue_channel_steps(
+                   array_agg(o.id ORDER BY o.id, s.ord), array_agg(s.platform ORDER BY o.id, s.ord),
+                   array_agg(CASE WHEN s.platform = 'ios' OR fcm THEN s.step END ORDER BY o.id, s.ord),
+                   array_agg(o.bundle_id ORDER BY o.id, s.ord), array_agg(o.apns_env ORDER BY o.id, s.ord),
+                   array_agg(liverelay_channel_snapshot(o) ORDER BY o.id, s.ord),
+                   array_agg(o.name ORDER BY o.id, s.ord),
+                   array_agg('deleted'::text ORDER BY o.id, s.ord), array_agg(o.content_state ORDER BY o.id, s.ord),
+                   array_agg(s.sse ORDER BY o.id, s.ord))
+        INTO queued
+        FROM old_rows o
+        CROSS JOIN (VALUES
+            (3, 'ios', 'end', 'channel-end'), (4, 'android', 'end', NULL), (5, 'ios', 'delete', NULL)
+        ) AS s(ord, platform, step, sse)
+        WHERE CASE s.step WHEN 'end' THEN o.status = 'active' ELSE o.status IN ('active', 'ended') END;
+    END IF;
+    IF queued IS NOT NULL THEN
+        PERFORM liverelay_wake(queued);
+    END IF;
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE TRIGGER broadcast_channel_inserted
+    AFTER INSERT ON broadcast_channel REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION liverelay_channel_written();
+CREATE OR REPLACE TRIGGER broadcast_channel_updated
+    AFTER UPDATE ON broadcast_channel REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION liverelay_channel_written();
+CREATE OR REPLACE TRIGGER broadcast_channel_deleted
+    AFTER DELETE ON broadcast_channel REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION liverelay_channel_written();
+
+-- The state of the channels a delivery batch claimed rows of (it holds their chain locks: see liverelay_claim_deliveries),
+-- with what each side last sent. A deleted row is absent: its rows carry the channel in `payload`.
+CREATE OR REPLACE FUNCTION liverelay_channel_states(ids uuid[])
+RETURNS TABLE (id uuid, name text, bundle_id text, apns_env text, storage_policy integer, status text,
+               apns_channel_id text, fcm_topic text, content_state text, priority integer, stale_date bigint,
+               dismissal_date bigint, relevance_score double precision, ios_timestamp bigint, ios_payload text,
+               android_timestamp bigint, android_payload text)
+LANGUAGE sql STABLE AS $$
+    SELECT c.id, c.name, c.bundle_id, c.apns_env, c.storage_policy::integer, c.status, c.apns_channel_id, c.fcm_topic,
+           c.content_state::text, c.priority::integer, floor(extract(epoch FROM c.stale_date))::bigint,
+           floor(extract(epoch FROM c.dismissal_date))::bigint, c.relevance_score,
+           i.last_timestamp, i.last_payload, a.last_timestamp, a.last_payload
+    FROM broadcast_channel c
+    LEFT JOIN channel_delivery_state i ON i.channel_id = c.id AND i.platform = 'ios'
+    LEFT JOIN channel_delivery_state a ON a.channel_id = c.id AND a.platform = 'android'
+    WHERE c.id = ANY (ids)
+$$;
+
+-- A batch's channel outcomes, in its transaction: the log rows (with the channel's name and transport), channels
+-- Apple created (their id stored; their latest state queued for broadcast; a channel deleted meanwhile is deleted at
+-- Apple), channels Apple refused (failed, never sent again), and what each side sent. Returns the rows it queued.
+CREATE OR REPLACE FUNCTION liverelay_record_channels(
+    log_channel text[], log_platform text[], log_event_type text[], log_status text[], log_error text[],
+    log_outbox_id bigint[], log_provider_status integer[], log_provider_reason text[], log_attempt integer[],
+    log_latency_ms double precision[], log_request_id text[], log_priority integer[], log_answered boolean[],
+    created_ids uuid[], created_channel_ids text[], failed_ids uuid[], failed_errors text[],
+    sent_ids uuid[], sent_platforms text[], sent_timestamps bigint[], sent_hashes text[]
+) RETURNS integer
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    queued bigint[];
+    gone bigint[];
+BEGIN
+    INSERT INTO delivery_log (event_type, status, error, outbox_id, push_type, transport, provider_status,
+                              provider_reason, apns_status, apns_reason, attempt, latency_ms, request_id, priority,
+                              channel, created_at)
+    SELECT l.event_type, l.status, nullif(l.error, ''), l.outbox_id,
+           CASE WHEN l.platform = 'ios' THEN 'liveactivity' ELSE 'data' END,
+           CASE WHEN NOT l.answered THEN NULL WHEN l.platform = 'ios' THEN 'apns-broadcast' ELSE 'fcm-topic' END,
+           nullif(l.status_code, 0), nullif(l.reason, ''),
+           CASE WHEN l.platform = 'ios' THEN nullif(l.status_code, 0) END,
+           CASE WHEN l.platform = 'ios' THEN nullif(l.reason, '') END,
+           l.attempt, nullif(l.latency_ms, -1), nullif(l.request_id, '')::uuid, nullif(l.priority, 0)::smallint,
+           l.channel, statement_timestamp()
+    FROM unnest(log_channel, log_platform, log_event_type, log_status, log_error, log_outbox_id, log_provider_status,
+                log_provider_reason, log_attempt, log_latency_ms, log_request_id, log_priority, log_answered)
+         AS l(channel, platform, event_type, status, error, outbox_id, status_code, reason, attempt, latency_ms,
+              request_id, priority, answered);
+
+    INSERT INTO channel_delivery_state (channel_id, platform, last_timestamp, last_payload, last_sent_at)
+    SELECT s.id, s.platform, s.ts, s.hash, statement_timestamp()
+    FROM unnest(sent_ids, sent_platforms, sent_timestamps, sent_hashes) AS s(id, platform, ts, hash)
+    ON CONFLICT (channel_id, platform) DO UPDATE
+    SET last_timestamp = excluded.last_timestamp, last_payload = excluded.last_payload,
+        last_sent_at = excluded.last_sent_at;
+
+    WITH stored AS (
+        UPDATE broadcast_channel c SET apns_channel_id = x.channel_id
+        FROM unnest(created_ids, created_channel_ids) AS x(id, channel_id)
+        WHERE c.id = x.id
+        RETURNING c.id, c.name, c.bundle_id, c.apns_env, c.status, c.content_state
+    ), queued AS (
+        -- The latest state of a channel still active; the delete of one deleted while Apple was creating it.
+        INSERT INTO delivery_outbox (kind, channel_id, platform, event_type, bundle_id, apns_env, payload)
+        SELECT 'channel', x.id, 'ios', CASE WHEN s.status = 'active' THEN 'update' ELSE 'delete' END,
+               coalesce(s.bundle_id, o.bundle_id), coalesce(s.apns_env, o.apns_env),
+               CASE WHEN s.id IS NULL THEN jsonb_build_object('apns_channel_id', x.channel_id) END
+        FROM unnest(created_ids, created_channel_ids) AS x(id, channel_id)
+        LEFT JOIN stored s ON s.id = x.id
+        LEFT JOIN LATERAL (SELECT bundle_id, apns_env FROM delivery_outbox d
+                           WHERE d.channel_id = x.id AND d.platform = 'ios' ORDER BY d.id LIMIT 1) o ON true
+        WHERE (s.status = 'active' AND s.content_state IS NOT NULL) OR s.status = 'deleted'
+           OR (s.id IS NULL AND o.bundle_id IS NOT NULL)
+        RETURNING id
+    )
+    SELECT array_agg(id) INTO queued FROM queued;
+
+    WITH failed AS (
+        UPDATE broadcast_channel c SET status = 'failed', error = f.error
+        FROM unnest(failed_ids, failed_errors) AS f(id, error)
+        WHERE c.id = f.id AND c.status IN ('active', 'ended')
+        RETURNING c.name, c.content_state
+    )
+    INSERT INTO broadcast_log (channels, event, data)
+    SELECT ARRAY['channel:' || name], 'channel-update',
+           jsonb_build_object('channel', name, 'status', 'failed', 'content_state', content_state)
+    FROM failed;
+    RETURN coalesce(cardinality(queued), 0);
+END $$;
+
+-- Push-to-start of activities that follow a channel (iOS 18 `input-push-channel`): one `start` per iOS device of
+-- `device_uuids` holding a push-to-start token for the channel's attributes type (the device's general token when
+-- the channel names no type), with the channel's content-state. Returns how many were queued. A channel that does
+-- not exist, is not active or is not created at Apple yet is an error, and nothing is queued.
+CREATE OR REPLACE FUNCTION liverelay_start_channel(p_name text, device_uuids uuid[], attributes jsonb, alert jsonb)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    c broadcast_channel;
+    queued bigint[];
+BEGIN
+    SELECT * INTO c FROM broadcast_channel WHERE name = p_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'LiveRelay: there is no channel named %', p_name
+            USING ERRCODE = 'no_data_found', HINT = 'Nothing was queued.';
+    END IF;
+    IF c.status <> 'active' OR c.apns_channel_id IS NULL THEN
+        RAISE EXCEPTION 'LiveRelay: channel % is %', p_name,
+                CASE WHEN c.status <> 'active' THEN c.status ELSE 'not created at Apple yet' END
+            USING ERRCODE = 'object_not_in_prerequisite_state', HINT = 'Nothing was queued.';
+    END IF;
+    IF attributes IS NOT NULL AND jsonb_typeof(attributes) <> 'object'
+       OR alert IS NOT NULL AND jsonb_typeof(alert) <> 'object' THEN
+        RAISE EXCEPTION 'LiveRelay: attributes and alert must be JSON objects'
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'Nothing was queued.';
+    END IF;
+    WITH queued AS (
+        INSERT INTO delivery_outbox (kind, channel_id, event_type, device_token, bundle_id, apns_env, payload,
+                                     priority, request_id)
+        SELECT 'start', c.id, 'start', t.token, d.bundle_id, d.apns_env,
+               jsonb_build_object('aps', jsonb_build_object(
+                   'timestamp', 1000000000, 'event', 'start',
+                   'content-state', coalesce(c.content_state, '{}'::jsonb),
+                   'attributes-type', coalesce(c.attributes_type, 'SessionActivityAttributes'),
+                   'attributes', coalesce(attributes, '{}'::jsonb),
+                   'alert', coalesce(alert, jsonb_build_object('title', c.name, 'body', '')),
+                   'input-push-channel', c.apns_channel_id)),
+               10, liverelay_request_id()
+        FROM device_registration d
+        LEFT JOIN device_push_to_start p
+               ON p.device_id = d.id AND p.attributes_type = coalesce(c.attributes_type, 'SessionActivityAttributes')
+        CROSS JOIN LATERAL (SELECT coalesce(p.token, CASE WHEN c.attributes_type IS NULL
+                                                          OR c.attributes_type = 'SessionActivityAttributes'
+                                                          THEN d.push_to_start_token END) AS token) t
+        WHERE d.device_uuid = ANY (device_uuids) AND d.platform = 'ios' AND t.token IS NOT NULL
+        ORDER BY d.device_uuid, d.id
+        RETURNING id
+    )
+    SELECT array_agg(id) INTO queued FROM queued;
+    IF queued IS NOT NULL THEN
+        PERFORM liverelay_wake(queued);
+    END IF;
+    RETURN coalesce(cardinality(queued), 0);
+END $$;
