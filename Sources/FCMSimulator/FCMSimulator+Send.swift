@@ -52,7 +52,7 @@ extension FCMSimulator {
             let body = try await request.body.collect(upTo: 64 * 1024)
             let project = context.parameters.get("project") ?? ""
             var message = try validate(request, project: project, body: body, faults: faults)
-            token = message.token
+            token = message.topic.map { "/topics/\($0)" } ?? message.token
             state.withLock { state in
                 state.responses["200", default: 0] += 1
                 state.sequence += 1
@@ -94,8 +94,23 @@ extension FCMSimulator {
             throw Rejection.invalid("message", "Invalid JSON payload received. The body must be {\"message\": {...}}.")
         }
         let targets = ["token", "topic", "condition"].filter { message[$0] != nil }
-        guard targets == ["token"], case .string(let token)? = message["token"], !token.isEmpty else {
-            throw Rejection.invalid("message.token", "The registration token is not a valid FCM registration token")
+        var token = "", topic: String?
+        switch targets {
+        case ["topic"]:
+            // A topic message (the relay's broadcast channels): `name` or `/topics/name`, FCM's topic characters.
+            let name = message["topic"]?.stringValue.map { $0.hasPrefix("/topics/") ? String($0.dropFirst(8)) : $0 }
+            guard let name, !name.isEmpty, name.count <= 900,
+                  name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.~%".contains($0)) }) else {
+                throw Rejection.invalid("message.topic", "Invalid topic name")
+            }
+            topic = name
+        case ["token"]:
+            guard case .string(let given)? = message["token"], !given.isEmpty else {
+                throw Rejection.invalid("message.token", "The registration token is not a valid FCM registration token")
+            }
+            token = given
+        default:
+            throw Rejection.invalid("message", "Exactly one of token, topic or condition must be given")
         }
         let data = try Self.data(of: message)
         if let notification = message["notification"] {
@@ -105,11 +120,11 @@ extension FCMSimulator {
             }
         }
         if let android = message["android"] { try Self.checkAndroid(android) }
-        try injectedFault(for: token, faults: faults)
+        try injectedFault(for: topic.map { "/topics/\($0)" } ?? token, faults: faults)
         return RecordedMessage(
             sequence: 0, name: "", token: token, data: data, notification: message["notification"],
             android: message["android"], accessTokenIssuedAt: Int64(access.issuedAt),
-            receivedAt: Date().timeIntervalSince1970)
+            receivedAt: Date().timeIntervalSince1970, topic: topic)
     }
 
     /// The access token of `Authorization: Bearer`, issued by this simulator, not expired and not revoked.

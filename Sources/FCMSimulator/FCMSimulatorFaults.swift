@@ -65,4 +65,6 @@ public struct RecordedMessage: Sendable, Codable, Equatable {
     public var accessTokenIssuedAt: Int64
     /// When it arrived, epoch seconds with microseconds.
     public var receivedAt: Double
+    /// The topic of a topic message (then `token` is empty).
+    public var topic: String? = nil
 }

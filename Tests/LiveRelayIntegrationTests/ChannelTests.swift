@@ -153,3 +153,33 @@ extension APNsSimulator.RecordedBroadcast {
     var event: String? { aps["event"]?.stringValue }
     var n: Int64? { if case .integer(let value)? = contentState["n"] { return value } else { return nil } }
 }
+
+/// The Android side of a channel: one FCM topic message per update, independently of Apple's side.
+@Suite("Broadcast channels on FCM")
+struct ChannelFCMTests {
+    @Test("an UPDATE sends one broadcast and one topic message with the channel's data; end ends both")
+    func topicMessages() async throws {
+        try await Harness.withFCMRelay { h, fcm, _ in
+            try await h.sql(#"""
+                INSERT INTO broadcast_channel (name, content_state) VALUES ('cup-final', '{"score": "1-0"}')
+                """#)
+            try await h.sql(#"UPDATE broadcast_channel SET content_state = '{"score": "2-0"}'"#)
+            let messages = try await fcm.waitForMessages {
+                $0.contains { $0.data["liveRelayContentState"] == #"{"score":"2-0"}"# }
+            }
+            #expect(messages.allSatisfy { $0.topic == "liverelay.cup-final" && $0.token.isEmpty })
+            let last = try #require(messages.last)
+            #expect(last.data["liveRelayChannel"] == "cup-final" && last.data["liveRelayEvent"] == "update")
+            #expect(last.android?.objectValue?["collapse_key"] == .string("cup-final"))
+            #expect(last.android?.objectValue?["priority"] == .string("high"))
+            _ = try await h.waitForBroadcasts { $0.last?.contentState == ["score": .string("2-0")] }
+            try await h.sql("UPDATE broadcast_channel SET status = 'ended'")
+            _ = try await fcm.waitForMessages { $0.last?.data["liveRelayEvent"] == "end" }
+            _ = try await h.waitForBroadcasts { $0.last?.event == "end" }
+            try await h.waitUntil("""
+                SELECT count(*) FILTER (WHERE transport = 'fcm-topic' AND status = 'sent') >= 2
+                FROM delivery_log WHERE channel = 'cup-final'
+                """)
+        }
+    }
+}
