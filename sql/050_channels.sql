@@ -39,9 +39,9 @@ DECLARE
     size integer;
 BEGIN
     IF NEW.name !~ '^[A-Za-z0-9_.~%-]{1,64}$' THEN
-        RAISE EXCEPTION 'LiveRelay: channel name "%" is not 1 to 64 characters of A-Z, a-z, 0-9 and _ . ~ %% -', NEW.name
-            USING ERRCODE = 'check_violation',
-                  HINT = 'The name is also the channel''s FCM topic, and FCM accepts only these; nothing was changed.';
+        RAISE EXCEPTION 'LiveRelay: channel name "%" must be 1 to 64 characters of A-Z, a-z, 0-9 and _ . ~ %% - '
+                        '(it is also the channel''s FCM topic)', NEW.name
+            USING ERRCODE = 'check_violation', HINT = 'Nothing was changed.';
     END IF;
     IF TG_OP = 'UPDATE' THEN
         IF NEW.name IS DISTINCT FROM OLD.name THEN

@@ -29,11 +29,12 @@ public struct StreamRoutes: Sendable {
         }
         let given = request.uri.queryParameters.getAll("channel").map { String($0) }
         guard !given.isEmpty, given.count <= 100 else {
-            throw APIError.badRequest("channel is required (device:<uuid> or session:<id>), at most 100")
+            throw APIError.badRequest(
+                "channel is required (device:<uuid>, session:<id> or channel:<name>), at most 100")
         }
         let parsed = try given.map { text in
             guard let channel = StreamChannel(parsing: text) else {
-                throw APIError.badRequest("channel \(text) must be device:<uuid> or session:<id>")
+                throw APIError.badRequest("channel \(text) must be device:<uuid>, session:<id> or channel:<name>")
             }
             return channel
         }
@@ -104,6 +105,11 @@ public struct StreamRoutes: Sendable {
                 }
             case .session(let id):
                 if !caller.isAdmin { sessions.append(id) }
+            case .broadcast:
+                // A channel is for everyone who follows it: any device of this relay may read it.
+                guard caller.isAdmin || caller.deviceUUID != nil else {
+                    throw APIError.forbidden("reading \(channel.name) needs the admin token or a device token")
+                }
             }
         }
         guard !sessions.isEmpty else { return }

@@ -6,6 +6,8 @@ public enum StreamChannel: Hashable, Sendable {
     case device(UUID)
     /// One session's activities (`session:<id>`).
     case session(String)
+    /// A broadcast channel's updates and end (`channel:<name>`).
+    case broadcast(String)
     /// Delivery summaries (`admin`).
     case admin
     /// Every channel (`*`).
@@ -14,7 +16,13 @@ public enum StreamChannel: Hashable, Sendable {
     /// The longest session id a channel may name (as `activity_registration.session_id` allows).
     public static let maximumSessionIDLength = 255
 
-    /// Nil for anything that is not one of the four forms.
+    /// A broadcast channel's name as `broadcast_channel.name` allows it: 1-64 of `A-Za-z0-9_.~%-`.
+    static func isChannelName(_ name: Substring) -> Bool {
+        (1...64).contains(name.count)
+            && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "_.~%-".contains($0)) }
+    }
+
+    /// Nil for anything that is not one of the five forms.
     public init?(parsing text: String) {
         switch text {
         case "admin": self = .admin
@@ -24,6 +32,8 @@ public enum StreamChannel: Hashable, Sendable {
                 self = .device(uuid)
             } else if text.hasPrefix("session:"), (1...Self.maximumSessionIDLength).contains(text.count - 8) {
                 self = .session(String(text.dropFirst(8)))
+            } else if text.hasPrefix("channel:"), Self.isChannelName(text.dropFirst(8)) {
+                self = .broadcast(String(text.dropFirst(8)))
             } else {
                 return nil
             }
@@ -35,6 +45,7 @@ public enum StreamChannel: Hashable, Sendable {
         switch self {
         case .device(let uuid): "device:" + uuid.uuidString.lowercased()
         case .session(let id): "session:" + id
+        case .broadcast(let name): "channel:" + name
         case .admin: "admin"
         case .every: BroadcastHub.everyChannel
         }

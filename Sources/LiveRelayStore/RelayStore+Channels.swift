@@ -1,0 +1,96 @@
+import Foundation
+import LiveRelayCore
+import Logging
+import PostgresNIO
+
+extension RelayStore {
+    /// One channel as JSON, with its last send (`c` is `broadcast_channel`).
+    static let channelJSON = """
+        json_build_object('name', c.name, 'status', c.status, 'apnsChannelId', c.apns_channel_id,
+            'fcmTopic', c.fcm_topic, 'contentState', c.content_state, 'bundleId', c.bundle_id, 'apnsEnv', c.apns_env,
+            'storagePolicy', c.storage_policy, 'attributesType', c.attributes_type, 'priority', c.priority,
+            'staleDate', c.stale_date, 'dismissalDate', c.dismissal_date, 'error', c.error,
+            'platforms', CASE WHEN liverelay_fcm_enabled() THEN json_build_array('ios', 'android')
+                              ELSE json_build_array('ios') END,
+            'createdAt', c.created_at, 'updatedAt', c.updated_at,
+            'lastSend', (SELECT json_build_object('eventType', l.event_type, 'status', l.status,
+                                                  'transport', l.transport, 'at', l.created_at,
+                                                  'latencyMs', l.latency_ms,
+                                                  'reason', coalesce(l.provider_reason, l.error))
+                         FROM delivery_log l WHERE l.channel = c.name ORDER BY l.id DESC LIMIT 1))::text
+        """
+
+    public func channels(status: ChannelStatus? = nil, limit: Int = 100) async throws -> [BroadcastChannelRecord] {
+        try Self.check(limit: limit)
+        let status = status?.rawValue
+        return try await records("""
+            SELECT \(unescaped: Self.channelJSON) FROM broadcast_channel c
+            WHERE (\(status)::text IS NULL OR c.status = \(status)) ORDER BY c.name LIMIT \(limit)
+            """, as: BroadcastChannelRecord.self)
+    }
+
+    public func channel(named name: String) async throws -> BroadcastChannelRecord {
+        let found = try await records("""
+            SELECT \(unescaped: Self.channelJSON) FROM broadcast_channel c WHERE c.name = \(name)
+            """, as: BroadcastChannelRecord.self)
+        guard let channel = found.first else { throw StoreError.notFound("there is no channel named \(name)") }
+        return channel
+    }
+
+    /// Inserts the row (the relay then creates the channel at Apple); a taken name is a conflict.
+    public func createChannel(_ new: NewChannel) async throws -> BroadcastChannelRecord {
+        let state = new.contentState.map(\.compactText), environment = new.environment?.rawValue
+        let policy = new.storagePolicy.map(Int16.init), priority = new.priority.map(Int16.init)
+        do {
+            try await execute("""
+                INSERT INTO broadcast_channel (name, bundle_id, apns_env, storage_policy, attributes_type,
+                                               content_state, priority)
+                VALUES (\(new.name), \(new.bundleID), coalesce(\(environment), 'production'),
+                        coalesce(\(policy), 0::smallint), \(new.attributesType), \(state)::jsonb,
+                        coalesce(\(priority), 10::smallint))
+                """)
+        } catch {
+            if case .conflict? = Self.refusal(error) {
+                throw StoreError.conflict("a channel named \(new.name) exists already")
+            }
+            throw error
+        }
+        return try await channel(named: new.name)
+    }
+
+    /// Changes what is given; the triggers send what the change calls for.
+    public func updateChannel(named name: String, _ change: ChannelChange) async throws -> BroadcastChannelRecord {
+        let state = change.contentState.map(\.compactText), status = change.status?.rawValue
+        let priority = change.priority.map(Int16.init)
+        let updated = try await values("""
+            UPDATE broadcast_channel SET
+                content_state = coalesce(\(state)::jsonb, content_state), status = coalesce(\(status), status),
+                stale_date = coalesce(to_timestamp(\(change.staleDate)::float8), stale_date),
+                dismissal_date = coalesce(to_timestamp(\(change.dismissalDate)::float8), dismissal_date),
+                priority = coalesce(\(priority), priority)
+            WHERE name = \(name) RETURNING name
+            """, as: String.self)
+        guard !updated.isEmpty else { throw StoreError.notFound("there is no channel named \(name)") }
+        return try await channel(named: name)
+    }
+
+    /// Queues push-to-start of activities that follow the channel on the given devices; returns how many.
+    public func startChannel(named name: String, devices: [UUID], attributes: JSONValue?, alert: JSONValue?)
+        async throws -> Int {
+        do {
+            let queued = try await values("""
+                SELECT liverelay_start_channel(\(name), \(devices)::uuid[], \(attributes.map(\.compactText))::jsonb,
+                                               \(alert.map(\.compactText))::jsonb)
+                """, as: Int32.self)
+            return Int(queued.first ?? 0)
+        } catch let error as PSQLError {
+            let message = error.serverInfo?[.message] ?? "the channel cannot be started"
+            switch error.serverInfo?[.sqlState] {
+            case "P0002": throw StoreError.notFound(message)
+            case "55000": throw StoreError.conflict(message)
+            case "22023": throw StoreError.invalidArgument(message)
+            default: throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import APNsSimulator
+import Foundation
+import LiveRelayCore
+import Testing
+
+/// The channel routes as an admin and an app use them: create, read with a device token, follow on the stream,
+/// update, start activities that follow the channel, delete.
+@Suite("Broadcast channel routes")
+struct ChannelRoutesTests {
+    @Test("POST, GET, PATCH, start, DELETE: answers, the SSE channel, and what reaches Apple")
+    func lifecycleOverHTTP() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let created = try await api.post("/v1/channels", #"""
+                    {"name": "route-1", "attributesType": "MatchAttributes", "contentState": {"score": "0-0"}}
+                    """#, headers: RelayHTTP.admin)
+                #expect(created.status == 201, "\(created.text)")
+                #expect(created["status"] == .string("active") && created["fcmTopic"] == .string("liverelay.route-1"))
+                let taken = try await api.post("/v1/channels", #"{"name": "route-1"}"#, headers: RelayHTTP.admin)
+                #expect(taken.status == 409)
+                let badName = try await api.post("/v1/channels", #"{"name": "no spaces"}"#, headers: RelayHTTP.admin)
+                #expect(badName.status == 400 && badName.text.contains("FCM topic"), "\(badName.text)")
+                #expect(try await api.post("/v1/channels", #"{"name": "x"}"#).status == 401)
+
+                // An app reads the channel with its device token, and follows it on the stream.
+                let device = UUID()
+                let minted = try await api.post("/v1/devices/\(device)/token", "{}", headers: RelayHTTP.admin)
+                let token = try #require(minted["token"]?.stringValue)
+                let bearer = [("Authorization", "Bearer \(token)")]
+                try await h.waitUntil("SELECT apns_channel_id IS NOT NULL FROM broadcast_channel")
+                let read = try await api.request(.GET, "/v1/channels/route-1", headers: bearer)
+                #expect(read.status == 200 && read["apnsChannelId"] == .string(h.simulator.channels()[0].channelID))
+                #expect(try await api.request(.GET, "/v1/channels/nope", headers: bearer).status == 404)
+                #expect(try await api.request(.PATCH, "/v1/channels/route-1", json: "{}", headers: bearer).status == 403)
+                let stream = try await SSEClient(port: port, query: "channel=channel:route-1", headers: bearer)
+                #expect(stream.status == 200)
+
+                let patched = try await api.request(.PATCH, "/v1/channels/route-1",
+                                                    json: #"{"contentState": {"score": "1-0"}}"#,
+                                                    headers: RelayHTTP.admin)
+                #expect(patched.status == 200 && patched["contentState"] == .object(["score": .string("1-0")]))
+                let events = try await stream.wait { $0.contains { $0.name == "channel-update" } }
+                let update = try #require(events.first { $0.name == "channel-update" })
+                let data = try JSONValue(parsing: update.data).objectValue
+                #expect(data?["channel"] == .string("route-1") && data?["status"] == .string("active"))
+                #expect(data?["content_state"] == .object(["score": .string("1-0")]))
+                _ = try await h.waitForBroadcasts { $0.last?.contentState == ["score": .string("1-0")] }
+
+                // Push-to-start of activities that follow the channel.
+                let startToken = randomToken()
+                let registered = try await api.post("/v1/device/register", #"""
+                    {"secret":"s-chan","deviceToken":"\#(randomToken())","deviceUUID":"\#(device)",
+                     "pushToStartTokens":{"MatchAttributes":"\#(startToken)"}}
+                    """#)
+                #expect(registered.status == 200, "\(registered.text)")
+                let started = try await api.post("/v1/channels/route-1/start",
+                                                 #"{"deviceUUIDs": ["\#(device)"], "alert": {"title": "Kick-off"}}"#,
+                                                 headers: RelayHTTP.admin)
+                #expect(started.status == 200 && started["queued"] == .integer(1), "\(started.text)")
+                let start = try #require(try await h.waitForPushes { !$0.isEmpty }.first)
+                #expect(start.token == startToken && start.event == "start")
+                #expect(start.aps["input-push-channel"] == .string(h.simulator.channels()[0].channelID))
+                #expect(start.aps["attributes-type"] == .string("MatchAttributes"))
+                #expect(start.contentState == ["score": .string("1-0")])
+
+                let deleted = try await api.request(.DELETE, "/v1/channels/route-1", headers: RelayHTTP.admin)
+                #expect(deleted.status == 204)
+                _ = try await stream.wait { $0.contains { $0.name == "channel-end" } }
+                try await h.waitUntil("SELECT count(*) = 1 FROM delivery_log WHERE event_type = 'delete' AND status = 'sent'")
+                #expect(h.simulator.channels().isEmpty)
+                let afterwards = try await api.post("/v1/channels/route-1/start",
+                                                    #"{"deviceUUIDs": ["\#(device)"]}"#, headers: RelayHTTP.admin)
+                #expect(afterwards.status == 409)
+                #expect(try await api.request(.DELETE, "/v1/channels/nope", headers: RelayHTTP.admin).status == 404)
+                let listed = try await api.request(.GET, "/v1/channels?status=deleted", headers: RelayHTTP.admin)
+                #expect(listed.json?.arrayValue?.count == 1)
+                stream.close()
+            }
+        }
+    }
+}
