@@ -135,6 +135,21 @@ async function loadActivities() {
   $('activities-empty').hidden = activities.length > 0;
 }
 
+// Broadcast channels: state, last send and the platforms a write reaches (Apple's id once it exists).
+async function loadChannels() {
+  const channels = await api('/v1/channels?limit=100');
+  $('channels-rows').replaceChildren(...channels.map((channel) => element('tr', { 'data-name': channel.name },
+    cell('Channel', element('code', { text: channel.name }), element('br'),
+      element('small', { text: channel.apnsChannelId ? 'Apple id ' + channel.apnsChannelId : 'not created at Apple yet' })),
+    cell('Status', element('span', { class: 'badge status-' + channel.status, text: channel.status }),
+      channel.error ? element('small', { text: ' ' + channel.error }) : ''),
+    cell('Content state', contentState(channel.contentState)),
+    cell('Last send', lastDelivery(channel.lastSend && {
+      ...channel.lastSend, eventType: `${channel.lastSend.eventType} · ${channel.lastSend.transport || 'not sent'}` })),
+    cell("Subscribers' platforms", element('span', { text: channel.platforms.join(' + ') })))));
+  $('channels-empty').hidden = channels.length > 0;
+}
+
 // The update budget: priority-10 pushes this hour against the limit, and its level (past it, updates go at 5).
 function budget(activity) {
   const label = `${activity.priority10LastHour} / ${activity.priority10Limit}`;
@@ -163,7 +178,7 @@ async function loadDeliveries() {
       cell('Time', time(row.created_at)),
       cell('Status', element('span', { class: 'badge status-' + row.status, text: row.status })),
       cell('Event', row.priority ? `${row.event_type} · p${row.priority} (${row.priority_reason})` : row.event_type),
-      cell('Session', row.session_id || '–'),
+      cell('Session', row.session_id || (row.channel ? 'channel ' + row.channel : '–')),
       cell('Transport', row.transport || '–'),
       cell('Answer', answer || '–'),
       cell('Latency', row.latency_ms === null ? '–' : row.latency_ms.toFixed(1) + ' ms'));
@@ -209,7 +224,9 @@ async function loadQueue() {
 
 // ---- Live updates ----
 
-const loaders = { devices: loadDevices, activities: loadActivities, deliveries: loadDeliveries, queue: loadQueue };
+const loaders = {
+  devices: loadDevices, activities: loadActivities, channels: loadChannels, deliveries: loadDeliveries, queue: loadQueue,
+};
 const pending = new Set();
 let scheduled = null;
 
@@ -229,7 +246,9 @@ const affected = {
   'live-activity-message': ['devices', 'activities'],
   'activity-update': ['activities'],
   'activity-end': ['activities'],
-  deliveries: ['deliveries', 'queue', 'activities'],
+  'channel-update': ['channels'],
+  'channel-end': ['channels'],
+  deliveries: ['deliveries', 'queue', 'activities', 'channels'],
 };
 
 // Lifecycle events (live_activity.*) as they come on the admin stream, newest first, the last 50.
@@ -263,7 +282,7 @@ async function follow() {
       if (!response.ok) throw new Error('stream answered ' + response.status);
       $('live').textContent = 'Live';
       delay = 500;
-      if (lastEventID === null) refresh('devices', 'activities', 'deliveries', 'queue');
+      if (lastEventID === null) refresh('devices', 'activities', 'channels', 'deliveries', 'queue');
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffer = '';
       for (;;) {
@@ -295,7 +314,7 @@ async function follow() {
     await new Promise((resolve) => setTimeout(resolve, delay));
     delay = Math.min(delay * 2, 10000);
     // Whatever happened while the stream was down is re-read once it is back.
-    refresh('devices', 'activities', 'deliveries', 'queue');
+    refresh('devices', 'activities', 'channels', 'deliveries', 'queue');
   }
 }
 

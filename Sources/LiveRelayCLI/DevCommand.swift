@@ -167,6 +167,13 @@ struct DevCommand: AsyncParsableCommand {
                         'production', 'android', \(DevDemo.androidDeviceUUID)::uuid, 'Demo Android')
                 ON CONFLICT (secret_hash, device_token) DO NOTHING
                 """, logger: logger)
+            // A broadcast channel: one UPDATE reaches every subscriber (Apple broadcast, FCM topic, SSE).
+            try await connection.query("""
+                INSERT INTO broadcast_channel (name, bundle_id, apns_env, attributes_type, content_state)
+                VALUES (\(DevDemo.channelName), \(DevDemo.bundleID), 'sandbox', 'MatchAttributes',
+                        '{"home": 0, "away": 0, "minute": 0}')
+                ON CONFLICT (name) DO NOTHING
+                """, logger: logger)
         }
     }
 }
@@ -186,6 +193,7 @@ enum DevDemo {
     static let androidDeviceUUID = "00000000-0000-4000-8000-000000000002"
     static let androidDeviceToken = "dLrDemoAndroid00000002:APA91b" + String(repeating: "LiveRelayDevice", count: 9)
     static let fcmProjectID = "liverelay-dev"
+    static let channelName = "demo-match"
 }
 
 private func printWelcome(httpPort: Int, databaseURL: String, simPort: Int?, fcmPort: Int?, adminToken: String,
@@ -212,6 +220,10 @@ private func printWelcome(httpPort: Int, databaseURL: String, simPort: Int?, fcm
         "",
         "Paste this into psql and watch the iPhone's push and the Android phone's message arrive:",
         "  UPDATE activity_registration SET content_state = '{\"status\": \"working\", \"sessionTitle\": \"Demo\", \"lastMessage\": \"Hello from SQL\", \"retryInfo\": null}' WHERE session_id = '\(DevDemo.sessionID)';",
+        "",
+        "And this one to reach every subscriber of the demo broadcast channel at once ('apns-sim: 200 broadcast …'):",
+        "  UPDATE broadcast_channel SET content_state = '{\"home\": 1, \"away\": 0, \"minute\": 23}'"
+            + " WHERE name = '\(DevDemo.channelName)';",
         "",
     ]
     print(lines.joined(separator: "\n"))

@@ -24,9 +24,12 @@ public enum TransportKind: String, Sendable, Hashable, CaseIterable, Codable {
     }
 }
 
-/// `delivery_log.transport`: a push service, or the webhooks of lifecycle events.
+/// `delivery_log.transport`: a push service, the webhooks of lifecycle events, or a broadcast channel's side
+/// (Apple's broadcast and channel management, or an FCM topic message).
 public enum LoggedTransport: String, Sendable, Hashable, CaseIterable, Codable {
     case apns, fcm, webhook
+    case apnsBroadcast = "apns-broadcast"
+    case fcmTopic = "fcm-topic"
 }
 
 /// `activity_registration.status`.

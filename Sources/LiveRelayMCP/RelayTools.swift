@@ -13,6 +13,8 @@ enum ToolName: String, CaseIterable {
     case updateActivity = "update_live_activity"
     case endActivity = "end_live_activity"
     case recentDeliveries = "recent_deliveries"
+    case listChannels = "list_channels"
+    case updateChannel = "update_channel"
 }
 
 /// The relay's MCP tools over the store. Every tool writes through the database like any other writer (the
@@ -116,6 +118,29 @@ public struct RelayTools: Sendable {
                 status: try arguments.choice("status", as: DeliveryStatus.self),
                 limit: try arguments.integer("limit", default: 50, range: 1...500)))
             return try Self.result("\(deliveries.count) deliver(ies), newest first.", ["deliveries": deliveries])
+        case .listChannels:
+            let arguments = try ToolArguments(values, allowed: ["status", "limit"])
+            let channels = try await store.channels(
+                status: try arguments.choice("status", as: ChannelStatus.self),
+                limit: try arguments.integer("limit", default: 50, range: 1...500))
+            return try Self.result("\(channels.count) channel(s).", ["channels": channels])
+        case .updateChannel:
+            let arguments = try ToolArguments(values, allowed: ["name", "content_state", "status"])
+            guard let name = try arguments.string("name") else {
+                throw StoreError.invalidArgument("name is required: the channel's name (see list_channels)")
+            }
+            let state = try arguments.object("content_state")
+            let status = try arguments.choice("status", as: ChannelStatus.self)
+            guard state != nil || status != nil else {
+                throw StoreError.invalidArgument("give content_state (a JSON object) or status (ended or deleted)")
+            }
+            guard status == nil || status == .ended || status == .deleted else {
+                throw StoreError.invalidArgument("status may be ended or deleted")
+            }
+            let channel = try await store.updateChannel(named: name, ChannelChange(contentState: state, status: status))
+            let summary = status.map { "Channel \(name) is \($0.rawValue) now." }
+                ?? "Updated channel \(name); every subscriber gets it now."
+            return try Self.result(summary, channel)
         }
     }
 

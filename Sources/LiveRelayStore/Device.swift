@@ -32,6 +32,8 @@ public struct DeliveryRecord: Codable, Sendable, Equatable {
     public var event_type: String
     public var session_id: String?
     public var activity_id: String?
+    /// The broadcast channel of a channel delivery.
+    public var channel: String?
     public var transport: LoggedTransport?
     public var push_type: String?
     public var token_suffix: String?

@@ -39,7 +39,8 @@ extension RelayStore {
         let status = filter.status?.rawValue, transport = filter.transport?.rawValue
         return try await records("""
             SELECT json_build_object('id', id, 'created_at', created_at, 'status', status, 'event_type', event_type,
-                'session_id', session_id, 'activity_id', activity_id, 'transport', transport, 'push_type', push_type,
+                'session_id', session_id, 'activity_id', activity_id, 'channel', channel, 'transport', transport,
+                'push_type', push_type,
                 'token_suffix', token_suffix, 'provider_status', provider_status, 'provider_reason', provider_reason,
                 'attempt', attempt, 'latency_ms', latency_ms, 'error', error, 'priority', priority,
                 'priority_reason', priority_reason, 'event_id', event_id)::text

@@ -116,6 +116,20 @@ class DevStack:
             time.sleep(0.1)
         raise AssertionError("no such push at the APNs simulator; it has: " + json.dumps(self.pushes())[-2000:])
 
+    def broadcasts(self):
+        url = f"https://127.0.0.1:{self.apns_port}/sim/broadcasts"
+        with urllib.request.urlopen(url, context=self.tls, timeout=10) as response:
+            return json.loads(response.read())["broadcasts"]
+
+    def wait_for_broadcast(self, predicate, timeout=10):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            found = [broadcast for broadcast in self.broadcasts() if predicate(broadcast)]
+            if found:
+                return found[-1]
+            time.sleep(0.1)
+        raise AssertionError("no such broadcast at the APNs simulator; it has: " + json.dumps(self.broadcasts())[-2000:])
+
     # The stream --------------------------------------------------------------------------------------------------
     def open_stream(self, channel):
         """Opens GET /v1/stream for a channel; returns a function that waits for an event by name and predicate."""

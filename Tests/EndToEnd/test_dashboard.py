@@ -171,3 +171,20 @@ def test_lifecycle_events_and_the_update_budget_show_live(stack, page):
         return bool(rows) and re.search(r"\d+ / 120", rows[0]) is not None and "ok" in rows[0]
     wait(page, budget_shown, timeout=5,
          message="the activity's priority-10 count against its limit, and its budget level")
+
+
+def test_channels_show_their_state_last_send_and_platforms_live(stack, page):
+    sign_in(page, stack)
+
+    def channel_row():
+        rows = [r.text for r in page.find_elements(By.CSS_SELECTOR, "#channels tbody tr") if "demo-match" in r.text]
+        return rows[0] if rows else ""
+    wait(page, lambda: "active" in channel_row() and "ios" in channel_row(), timeout=5,
+         message="the demo channel with its status and platforms")
+    minute = 60 + int(uuid.uuid4().int % 30)
+    stack.sql("UPDATE broadcast_channel SET content_state = jsonb_build_object('home', 2, 'away', 2, 'minute', %s)"
+              " WHERE name = 'demo-match'", (minute,))
+    stack.wait_for_broadcast(lambda b: b["payload"]["aps"].get("content-state", {}).get("minute") == minute)
+    wait(page, lambda: str(minute) in channel_row() and "sent update" in channel_row(), timeout=5,
+         message="the channel's new state and its last send (sent, by the broadcast) on the page")
+    assert "Apple id" in channel_row()

@@ -84,8 +84,10 @@ def test_tools_are_listed_with_schemas_and_read_only_hints(stack):
         return (await session.list_tools()).tools
     tools = {tool.name: tool for tool in over_http(stack, work)}
     assert set(tools) == {"set_live_activity_message", "get_live_activity_message", "list_devices",
-                          "list_live_activities", "update_live_activity", "end_live_activity", "recent_deliveries"}
-    for name in ("get_live_activity_message", "list_devices", "list_live_activities", "recent_deliveries"):
+                          "list_live_activities", "update_live_activity", "end_live_activity", "recent_deliveries",
+                          "list_channels", "update_channel"}
+    for name in ("get_live_activity_message", "list_devices", "list_live_activities", "recent_deliveries",
+                 "list_channels"):
         assert field(tools[name].annotations, "readOnlyHint") is True, name
     assert field(tools["set_live_activity_message"].annotations, "readOnlyHint") is not True
     schema = field(tools["set_live_activity_message"], "inputSchema")
@@ -138,6 +140,24 @@ def test_update_and_end_an_activity_and_see_the_deliveries(stack):
     assert session in [activity["sessionId"] for activity in field(listed, "structuredContent")["activities"]]
     deliveries = call(stack, "recent_deliveries", {"session_id": session})
     assert "sent" in [row["status"] for row in field(deliveries, "structuredContent")["deliveries"]]
+
+
+def test_channels_are_listed_and_one_update_reaches_apple_as_one_broadcast(stack):
+    listed = call(stack, "list_channels", {"status": "active"})
+    assert not field(listed, "isError"), text(listed)
+    demo = next(c for c in field(listed, "structuredContent")["channels"] if c["name"] == "demo-match")
+    assert demo["fcmTopic"] == "liverelay.demo-match"
+    stack.wait_for_broadcast(lambda b: True, timeout=20)  # the seeded state, once Apple created the channel
+    channel_id = stack.sql("SELECT apns_channel_id FROM broadcast_channel WHERE name = 'demo-match'")[0][0]
+    result = call(stack, "update_channel", {"name": "demo-match", "content_state": {"home": 3, "away": 1}})
+    assert not field(result, "isError"), text(result)
+    broadcast = stack.wait_for_broadcast(
+        lambda b: b["payload"]["aps"].get("content-state") == {"home": 3, "away": 1})
+    assert broadcast["channelID"] == channel_id and broadcast["pushType"] == "liveactivity"
+    unknown = call(stack, "update_channel", {"name": "no-such-channel", "content_state": {"a": 1}})
+    assert field(unknown, "isError") and "no channel" in text(unknown)
+    empty = call(stack, "update_channel", {"name": "demo-match"})
+    assert field(empty, "isError") and "content_state" in text(empty)
 
 
 def test_refusals_are_tool_errors_and_write_nothing(stack):
