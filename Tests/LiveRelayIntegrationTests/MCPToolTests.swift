@@ -35,18 +35,18 @@ struct MCPToolTests {
         content.compactMap { if case .text(let text, _, _) = $0 { text } else { nil } }.joined(separator: "\n")
     }
 
-    @Test("seven tools with schemas; the read tools say they only read")
+    @Test("nine tools with schemas; the read tools say they only read")
     func listed() async throws {
         try await Harness.with { h in
             try await withClient(h) { client in
                 let tools = try await client.listTools().tools
                 #expect(Set(tools.map(\.name)) == [
                     "set_live_activity_message", "get_live_activity_message", "list_devices", "list_live_activities",
-                    "update_live_activity", "end_live_activity", "recent_deliveries",
+                    "update_live_activity", "end_live_activity", "recent_deliveries", "list_channels", "update_channel",
                 ])
                 for tool in tools {
                     let reads = ["get_live_activity_message", "list_devices", "list_live_activities",
-                                 "recent_deliveries"].contains(tool.name)
+                                 "recent_deliveries", "list_channels"].contains(tool.name)
                     #expect((tool.annotations.readOnlyHint == true) == reads, "\(tool.name)")
                     #expect(tool.description?.contains("Example") == true, "\(tool.name)")
                     #expect(tool.inputSchema.objectValue?["additionalProperties"] == .bool(false), "\(tool.name)")
@@ -58,6 +58,7 @@ struct MCPToolTests {
                 }
                 #expect(statuses("list_live_activities") == ["active", "ended", "invalidated"])
                 #expect(statuses("recent_deliveries") == ["sent", "failed", "coalesced", "retrying"])
+                #expect(statuses("list_channels") == ["active", "ended", "deleted", "failed"])
             }
         }
     }
