@@ -25,6 +25,7 @@ import psycopg
 
 from bench_peer import Peer, cpu_per_write, peer_b1, peer_b2, peer_b5, timed_writes
 from bench_webhooks import HookReceiver, bench_b8, register_endpoint
+from bench_channels import bench_b9, summarize as summarize_b9
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ADMIN_TOKEN = "bench-admin-token-0123456789"
@@ -151,6 +152,10 @@ hosts:
             if path == "/token"
               [200, {{"content-type" => "application/json"}},
                ['{{"access_token":"ya29.bench","expires_in":3600,"token_type":"Bearer"}}']]
+            elsif path.start_with?("/1/apps/") && env["REQUEST_METHOD"] == "POST"
+              [201, {{"apns-channel-id" => "h2o-" + env["HTTP_APNS_REQUEST_ID"].to_s}}, []]
+            elsif path.start_with?("/1/apps/")
+              [204, {{}}, []]
             elsif path.start_with?("/v1/projects/")
               [200, {{"content-type" => "application/json; charset=UTF-8"}},
                ['{{"name":"projects/liverelay-bench/messages/0:1795246286000000%0"}}']]
@@ -160,7 +165,7 @@ hosts:
           end
         access-log:
           path: {self.access_log}
-          format: "%{{usec}}t %U"
+          format: "%{{usec}}t %U %{{apns-channel-id}}i"
 """)
         self.h2o = subprocess.Popen(["h2o", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(100):
@@ -183,10 +188,15 @@ hosts:
         self._offset += len(complete.encode())
         for line in complete.splitlines():
             parts = line.split()
-            if len(parts) == 2 and parts[1].startswith("/3/device/"):
+            if len(parts) < 2:
+                continue
+            if parts[1].startswith("/3/device/"):
                 self._lines.append((int(parts[0]) / 1e6, parts[1][len("/3/device/"):]))
-            elif len(parts) == 2 and parts[1].startswith("/v1/projects/"):
+            elif parts[1].startswith("/v1/projects/"):
                 self._lines.append((int(parts[0]) / 1e6, "fcm"))
+            elif parts[1].startswith("/4/broadcasts/") and len(parts) > 2:
+                # A channel's broadcast (B9): named by the channel's id at Apple.
+                self._lines.append((int(parts[0]) / 1e6, "channel:" + parts[2]))
         return list(self._lines)
 
     def wait_for_log(self, count, timeout):
@@ -218,6 +228,8 @@ hosts:
             "FCM_CA_FILE": self.cert,
             "DATABASE_URL": self.url, "APNS_TEAM_ID": "BENCHTEAM1", "APNS_KEY_ID": "BENCHKEY01", "APNS_PRIVATE_KEY_FILE": key,
             "APNS_PRODUCTION_URL": f"https://127.0.0.1:{self.h2o_port}", "APNS_SANDBOX_URL": f"https://127.0.0.1:{self.h2o_port}",
+            "APNS_CHANNELS_PRODUCTION_URL": f"https://127.0.0.1:{self.h2o_port}",
+            "APNS_CHANNELS_SANDBOX_URL": f"https://127.0.0.1:{self.h2o_port}",
             "APNS_CA_FILE": self.cert, "PORT": str(self.http_port),
             "LIVERELAY_WEBHOOK_ALLOW_PRIVATE": "true", "LIVERELAY_ADMIN_TOKEN": ADMIN_TOKEN,
             "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "warning"), "LIVERELAY_SQL_DIR": ROOT,
@@ -623,10 +635,11 @@ def main():
     parser.add_argument("--b3-clients", type=int, default=10_000)
     parser.add_argument("--out", default=os.path.join(ROOT, "Benchmarks", "results"))
     parser.add_argument("--b8-events", type=int, default=10_000)
+    parser.add_argument("--b9-bulk", type=int, default=1000, help="B9: channels one statement updates")
     parser.add_argument("--webhooks", action="store_true",
                         help="register the webhook endpoint before B1/B2/B5 (what lifecycle webhooks cost them); "
                              "by default it is registered just before B8, so B1/B2/B5 compare like with the peer")
-    parser.add_argument("--only", default="B1,B2,B2M,B3,B5,B6,B8", help="comma-separated scenarios to run (e.g. B2)")
+    parser.add_argument("--only", default="B1,B2,B2M,B3,B5,B6,B8,B9", help="comma-separated scenarios to run (e.g. B2)")
     parser.add_argument("--no-peer", action="store_true", help="skip the naive peer (Benchmarks/naive_peer.py)")
     parser.add_argument("--peer-processes", default="1,2", help="the peer's process counts; the best one is reported")
     args = parser.parse_args()
@@ -675,6 +688,10 @@ def main():
             if not args.webhooks:
                 register_endpoint(stack, hooks.url)
             results["B8"] = bench_b8(stack, hooks, args.b8_events, cpu_seconds)
+        if "B9" in only:
+            if stack.relay is None:
+                stack.start_relay()
+            results["B9"] = bench_b9(stack, args.b1_rate, args.b1_seconds, args.b9_bulk)
         if "B3" in only:
             stack.stop_relay()
             stack.start_relay()
@@ -757,6 +774,8 @@ def main():
                          f"{b8['first_event_ms']:.0f} ms after commit; CPU per event from the INSERT on: "
                          + ", ".join(f"{name} {seconds / max(b8['received'], 1) * 1e6:.0f} µs"
                                      for name, seconds in b8["cpu_seconds"].items()))
+    if "B9" in results:
+        summarize_b9(results, summary, slim)
     peer_summary(results, summary, slim)
     summary["webhooks"] = ("B1/B2/B5 ran with a webhook endpoint registered (--webhooks)" if args.webhooks else
                            "B1/B2/B5 ran without a webhook endpoint (registered just before B8; --webhooks for both)")

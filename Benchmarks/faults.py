@@ -29,6 +29,7 @@ import urllib.request
 import psycopg
 
 from bench import ADMIN_TOKEN, Stack, as_postgres, free_port, pct
+from fault_channels import scenario_channels
 from fault_webhooks import scenario_webhook_down
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -211,6 +212,8 @@ class Suite(Stack):
             "APNS_TEAM_ID": "FAULTTEAM1", "APNS_KEY_ID": "FAULTKEY01", "APNS_PRIVATE_KEY_FILE": self.key,
             "APNS_PRODUCTION_URL": f"https://127.0.0.1:{self.sim_port}",
             "APNS_SANDBOX_URL": f"https://127.0.0.1:{self.sim_port}/sandbox", "APNS_CA_FILE": self.ca,
+            "APNS_CHANNELS_PRODUCTION_URL": f"https://127.0.0.1:{self.sim_port}",
+            "APNS_CHANNELS_SANDBOX_URL": f"https://127.0.0.1:{self.sim_port}/sandbox",
             "FCM_SERVICE_ACCOUNT_FILE": self.fcm_account, "FCM_URL": f"https://127.0.0.1:{self.fcm_port}",
             "FCM_CA_FILE": self.fcm_ca,
             "LIVERELAY_ADMIN_TOKEN": ADMIN_TOKEN, "LOG_LEVEL": os.environ.get("FAULTS_LOG_LEVEL", "warning"),
@@ -738,6 +741,7 @@ SCENARIOS = {
     "idle-transaction": scenario_idle_transaction,
     "webhook-down": lambda suite, quick: scenario_webhook_down(suite, quick, Relay, Writer, collect, nothing_lost,
                                                                free_port),
+    "channels": lambda suite, quick: scenario_channels(suite, quick, Relay),
 }
 
 

@@ -1,0 +1,106 @@
+"""B9: broadcast channels (issue 22), on bench.py's stack (its PostgreSQL, h2o as Apple's channel API and broadcast
+endpoint, the release relay).
+
+- Latency: `rate` channel updates a second for `seconds`, each to its own channel (created first, one INSERT); commit →
+  the broadcast request received at h2o, beside B1's p50 of the same run.
+- Throughput: one statement updating `bulk` channels; broadcasts a second after its commit, beside B2's pushes/s.
+- Cost: one update to an audience of 1,000,000 is one request to Apple (and one FCM topic message); the same audience
+  as per-device activities is 1,000,000 pushes at B2's measured rate.
+"""
+import time
+
+import psycopg
+
+AUDIENCE = 1_000_000
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def create_channels(stack, prefix, count, timeout=120):
+    """`count` channels in one INSERT; waits until the relay has created them all at 'Apple' (h2o)."""
+    stack.sql(f"INSERT INTO broadcast_channel (name, bundle_id) SELECT '{prefix}' || i, 'dev.liverelay.bench' "
+              f"FROM generate_series(1, {count}) i")
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with psycopg.connect(stack.url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+            rows = conn.execute(f"SELECT name, apns_channel_id FROM broadcast_channel WHERE name LIKE '{prefix}%%' "
+                                "AND apns_channel_id IS NOT NULL").fetchall()
+        if len(rows) >= count:
+            return {name: "channel:" + channel for name, channel in rows}
+        time.sleep(0.25)
+    raise SystemExit(f"B9: only {len(rows)} of {count} channels were created at the endpoint")
+
+
+def timed_channel_writes(url, rate, seconds, names, prefix):
+    """`rate` one-row UPDATEs of broadcast_channel a second (autocommit); the commit time of each channel."""
+    commits, durations = {}, []
+    with psycopg.connect(url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+        start = time.time()
+        for i in range(1, rate * seconds + 1):
+            due = start + (i - 1) / rate
+            while time.time() < due:
+                time.sleep(min(0.0005, max(0, due - time.time())))
+            name = f"{prefix}{i}"
+            began = time.perf_counter()
+            conn.execute("UPDATE broadcast_channel SET content_state = jsonb_build_object('n', %s) WHERE name = %s",
+                         (i, name))
+            durations.append((time.perf_counter() - began) * 1000)
+            commits[names[name]] = time.time()
+    return commits, durations
+
+
+def bench_b9(stack, rate, seconds, bulk):
+    names = create_channels(stack, "b9-", rate * seconds)
+    time.sleep(1)
+    before = len(stack.log_lines())
+    commits, durations = timed_channel_writes(stack.url, rate, seconds, names, "b9-")
+    lines = stack.wait_for_log(before + len(commits), 60)[before:]
+    latencies = [(received - commits[key]) * 1000 for received, key in lines if key in commits]
+
+    bulk_names = create_channels(stack, "b9bulk-", bulk)
+    time.sleep(1)
+    before = len(stack.log_lines())
+    started = time.time()
+    stack.sql("UPDATE broadcast_channel SET content_state = jsonb_build_object('n', 1) WHERE name LIKE 'b9bulk-%%'")
+    committed = time.time()
+    received = [t for t, key in stack.wait_for_log(before + bulk, 120)[before:] if key in set(bulk_names.values())]
+    last = max(received) if received else committed
+    return {"writes": len(commits), "received": len(latencies), "latencies_ms": latencies, "write_ms": durations,
+            "bulk": {"channels": bulk, "received": len(received), "statement_seconds": committed - started,
+                     "seconds_after_commit": last - committed,
+                     "broadcasts_per_second": len(received) / max(last - committed, 1e-9)}}
+
+
+def summarize(results, summary, slim):
+    """B9's lines: latency beside B1's p50, the bulk rate beside B2's, and the audience arithmetic."""
+    b9 = results["B9"]
+    lat = b9["latencies_ms"]
+    p50 = percentile(lat, 50)
+    line = (f"{b9['received']}/{b9['writes']} received; commit → broadcast request p50 {p50:.3f} ms, "
+            f"p90 {percentile(lat, 90):.3f}, p99 {percentile(lat, 99):.3f}; write p50 "
+            f"{percentile(b9['write_ms'], 50):.3f} ms")
+    if "B1" in results:
+        b1 = percentile(results["B1"]["latencies_ms"], 50)
+        verdict = "met" if p50 <= b1 + 0.2 else "missed"
+        line += f"; B1 p50 {b1:.3f} ms, target ≤ {b1 + 0.2:.3f} ({verdict})"
+    summary["B9"] = line
+    bulk = b9["bulk"]
+    line = (f"one UPDATE of {bulk['channels']} channels: {bulk['received']} broadcasts in "
+            f"{bulk['seconds_after_commit']:.3f} s = {bulk['broadcasts_per_second']:,.0f}/s")
+    per_device = results.get("B2", {}).get("pushes_per_second")
+    if per_device:
+        verdict = "met" if bulk["broadcasts_per_second"] >= per_device else "missed"
+        line += f"; B2 {per_device:,.0f} pushes/s ({verdict})"
+    summary["B9 bulk"] = line
+    if per_device:
+        summary["B9 audience"] = (
+            f"one update to {AUDIENCE:,} subscribers: 1 broadcast request (+1 FCM topic message) on a channel, "
+            f"against {AUDIENCE:,} pushes = {AUDIENCE / per_device:,.0f} s at B2's {per_device:,.0f} pushes/s "
+            f"as per-device activities")
+    slim["B9"] = {"latencies_ms": {p: percentile(lat, p) for p in (50, 90, 99, 99.9)},
+                  "write_ms": {p: percentile(b9["write_ms"], p) for p in (50, 90, 99)}, "bulk": bulk}

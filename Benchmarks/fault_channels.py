@@ -1,0 +1,67 @@
+"""The channels scenario of the fault suite (issue 22): broadcast channels written while Apple's Channel Management
+API is down and broadcasts are sometimes refused with 503, and the relay is SIGKILLed once. Every channel must be
+created once the API is back, and every channel's last state must reach Apple (0 lost), each channel's states in the
+order they were written (0 order violations)."""
+import random
+import threading
+import time
+
+
+def scenario_channels(suite, quick, relay_class):
+    channels, rate, seconds = (20, 50, 8) if quick else (100, 200, 30)
+    database = "channels"
+    suite.create_database(database, 0)
+    suite.set_faults(channelManagementRate503=1.0, rate503=0.1, retryAfterSeconds=0)
+    relay = relay_class(suite, database)
+    suite.query(database, "INSERT INTO broadcast_channel (name, bundle_id, content_state) "
+                          "SELECT 'c' || i, 'dev.liverelay.faults', '{\"n\": 0}' FROM generate_series(1, %s) i",
+                (channels,))
+    written = {f"c{i}": 0 for i in range(1, channels + 1)}
+    errors = [0]
+    stop = threading.Event()
+
+    def write():
+        started, i = time.time(), 0
+        while not stop.is_set() and time.time() - started < seconds:
+            i += 1
+            name = random.choice(list(written))
+            n = written[name] + 1
+            try:
+                suite.query(database, "UPDATE broadcast_channel SET content_state = jsonb_build_object('n', %s) "
+                                      "WHERE name = %s", (n, name))
+                written[name] = n
+            except Exception:
+                errors[0] += 1
+            time.sleep(max(0, started + i / rate - time.time()))
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    time.sleep(seconds / 3)
+    suite.set_faults(rate503=0.1, retryAfterSeconds=0)  # the management API is back
+    time.sleep(seconds / 3)
+    relay.kill()
+    relay = relay_class(suite, database, name="relay-after-kill")
+    writer.join()
+    drained = suite.wait_drained(database, 120)
+    suite.set_faults()
+    ids = dict(suite.query(database, "SELECT apns_channel_id, name FROM broadcast_channel "
+                                     "WHERE apns_channel_id IS NOT NULL"))
+    received = {name: [] for name in written}
+    for broadcast in suite.sim_call("GET", "/sim/broadcasts")["broadcasts"]:
+        name = ids.get(broadcast["channelID"])
+        if name:
+            received[name].append(broadcast["payload"]["aps"]["content-state"].get("n"))
+    relay.terminate()
+    created = len(ids)
+    lost = [name for name, n in written.items() if not received[name] or received[name][-1] != n]
+    violations = sum(1 for states in received.values() for a, b in zip(states, states[1:]) if b < a)
+    duplicates = sum(len(states) - len(set(states)) for states in received.values())
+    result = {"channels": channels, "created": created, "writes": sum(written.values()), "write_errors": errors[0],
+              "final_states_lost": len(lost), "order_violations": violations, "duplicate_broadcasts": duplicates,
+              "broadcasts": sum(len(states) for states in received.values()), "drained_after_s": drained}
+    result["pass"] = drained is not None and created == channels and not lost and violations == 0
+    result["summary"] = (f"{channels} channels, {result['writes']} updates at {rate}/s; channel API down for the "
+                         f"first third, 10% broadcasts refused 503, one SIGKILL: {created}/{channels} created, "
+                         f"{len(lost)} final states lost, {violations} order violations, "
+                         f"{result['broadcasts']} broadcasts ({duplicates} repeats)")
+    return result
