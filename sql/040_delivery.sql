@@ -29,8 +29,9 @@ DROP FUNCTION IF EXISTS liverelay_claim_batch(integer);
 -- without an index to use carries seqscan's penalty in its cost, which would start the JIT compiler, 230 ms, for a
 -- statement that takes a fraction of a millisecond.)
 --
--- Channel rows (sql/050_channels.sql) are locked per channel and side instead, and returned with `channel_id`; the
--- worker reads their channels' state with liverelay_channel_states once it holds those locks.
+-- Channel rows (sql/050_channels.sql) are locked per channel and side instead (a chain), and returned with
+-- `channel_id` and, for a locked chain, `channel_state`: the channel and what its side last sent, read after the
+-- locks as an activity's state is (one round trip for both kinds).
 DROP FUNCTION IF EXISTS liverelay_claim(integer);
 -- The claim's name until channel rows came (its rows gained `channel_id`).
 DROP FUNCTION IF EXISTS liverelay_claim_batch(integer, bigint[]);
@@ -43,7 +44,7 @@ RETURNS TABLE (id bigint, kind text, platform text, activity_id uuid, event_type
                status text, content_state text, stale_date bigint, dismissal_date bigint,
                relevance_score double precision, state_priority integer, has_message boolean, message text,
                last_timestamp bigint, last_payload text, state_platform text, frequent_updates boolean,
-               priority10_last_hour integer, channel_id uuid)
+               priority10_last_hour integer, channel_id uuid, channel_state text)
 LANGUAGE plpgsql VOLATILE
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off
 SET enable_sort = on SET enable_bitmapscan = on
@@ -96,7 +97,22 @@ BEGIN
            s.last_timestamp, encode(s.last_payload, 'hex'), a.platform, coalesce(a.frequent_updates, false),
            coalesce((SELECT count(*)::integer FROM unnest(s.priority10_sent_at) AS p(at)
                      WHERE p.at > extract(epoch FROM statement_timestamp()) - 3600), 0),
-           c.channel_id
+           c.channel_id,
+           -- A locked channel row's channel, with what its side last sent (NULL when the channel row is gone).
+           CASE WHEN c.kind = 'channel' AND c.channel_id::text || ':' || c.platform = ANY (locked_chains) THEN
+               (SELECT json_build_object(
+                           'id', ch.id, 'name', ch.name, 'bundle_id', ch.bundle_id, 'apns_env', ch.apns_env,
+                           'storage_policy', ch.storage_policy, 'status', ch.status,
+                           'apns_channel_id', ch.apns_channel_id, 'fcm_topic', ch.fcm_topic,
+                           'content_state', ch.content_state, 'priority', ch.priority,
+                           'stale_date', floor(extract(epoch FROM ch.stale_date))::bigint,
+                           'dismissal_date', floor(extract(epoch FROM ch.dismissal_date))::bigint,
+                           'relevance_score', ch.relevance_score,
+                           'last_timestamp', cs.last_timestamp, 'last_payload', cs.last_payload)::text
+                FROM broadcast_channel ch
+                LEFT JOIN channel_delivery_state cs ON cs.channel_id = ch.id AND cs.platform = c.platform
+                WHERE ch.id = c.channel_id)
+           END
     FROM delivery_outbox c
     LEFT JOIN unnest(locked_ids) AS l(id) ON l.id = c.activity_id
     LEFT JOIN activity_registration a ON a.id = l.id

@@ -197,23 +197,8 @@ CREATE OR REPLACE TRIGGER broadcast_channel_deleted
     AFTER DELETE ON broadcast_channel REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION liverelay_channel_written();
 
--- The state of the channels a delivery batch claimed rows of (it holds their chain locks: see liverelay_claim_deliveries),
--- with what each side last sent. A deleted row is absent: its rows carry the channel in `payload`.
-CREATE OR REPLACE FUNCTION liverelay_channel_states(ids uuid[])
-RETURNS TABLE (id uuid, name text, bundle_id text, apns_env text, storage_policy integer, status text,
-               apns_channel_id text, fcm_topic text, content_state text, priority integer, stale_date bigint,
-               dismissal_date bigint, relevance_score double precision, ios_timestamp bigint, ios_payload text,
-               android_timestamp bigint, android_payload text)
-LANGUAGE sql STABLE AS $$
-    SELECT c.id, c.name, c.bundle_id, c.apns_env, c.storage_policy::integer, c.status, c.apns_channel_id, c.fcm_topic,
-           c.content_state::text, c.priority::integer, floor(extract(epoch FROM c.stale_date))::bigint,
-           floor(extract(epoch FROM c.dismissal_date))::bigint, c.relevance_score,
-           i.last_timestamp, i.last_payload, a.last_timestamp, a.last_payload
-    FROM broadcast_channel c
-    LEFT JOIN channel_delivery_state i ON i.channel_id = c.id AND i.platform = 'ios'
-    LEFT JOIN channel_delivery_state a ON a.channel_id = c.id AND a.platform = 'android'
-    WHERE c.id = ANY (ids)
-$$;
+-- The channel rows' state comes with the claim (liverelay_claim_deliveries, `channel_state`).
+DROP FUNCTION IF EXISTS liverelay_channel_states(uuid[]);
 
 -- A batch's channel outcomes, in its transaction: the log rows (with the channel's name and transport), channels
 -- Apple created (their id stored; their latest state queued for broadcast; a channel deleted meanwhile is deleted at

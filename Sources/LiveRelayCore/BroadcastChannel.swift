@@ -82,6 +82,42 @@ public struct ChannelSnapshot: Sendable, Hashable {
     }
 }
 
+extension ChannelSnapshot {
+    /// The channel as the claim returns it (`channel_state` of `liverelay_claim_deliveries`), with what `platform`'s
+    /// side last sent.
+    public init?(claimed state: JSONValue, platform: Platform) {
+        guard case .object(let row) = state, let id = row["id"]?.stringValue.flatMap(UUID.init(uuidString:)),
+              let name = row["name"]?.stringValue, let bundleID = row["bundle_id"]?.stringValue else { return nil }
+        func integer(_ key: String) -> Int64? {
+            if case .integer(let value)? = row[key] { return value }
+            return nil
+        }
+        var relevance: Double?
+        switch row["relevance_score"] {
+        case .number(let value)?: relevance = value
+        case .integer(let value)?: relevance = Double(value)
+        default: relevance = nil
+        }
+        self.init(
+            id: id, name: name, bundleID: bundleID,
+            environment: row["apns_env"]?.stringValue.flatMap(APNsEnvironment.init(rawValue:)) ?? .production,
+            storagePolicy: Int(integer("storage_policy") ?? 0),
+            status: row["status"]?.stringValue.flatMap(ChannelStatus.init(rawValue:)) ?? .failed,
+            apnsChannelID: row["apns_channel_id"]?.stringValue, fcmTopic: row["fcm_topic"]?.stringValue,
+            contentState: row["content_state"].flatMap { $0 == .null ? nil : $0 },
+            priority: Int(integer("priority") ?? 10), staleDate: integer("stale_date"),
+            dismissalDate: integer("dismissal_date"), relevanceScore: relevance)
+        lastTimestamp[platform] = integer("last_timestamp")
+        lastPayloadHash[platform] = row["last_payload"]?.stringValue
+    }
+
+    /// Adds what `other` knows of `platform`'s side (the claim returns one side per row).
+    public mutating func merge(_ other: ChannelSnapshot, platform: Platform) {
+        lastTimestamp[platform] = other.lastTimestamp[platform]
+        lastPayloadHash[platform] = other.lastPayloadHash[platform]
+    }
+}
+
 /// What a channel delivery says: the step, the channel's names at Apple and Google, and the state it carries.
 public struct ChannelMessage: Sendable, Hashable {
     public var step: ChannelStep

@@ -33,41 +33,13 @@ public struct OutboxStore: Sendable {
     /// function's comment).
     public func claim(limit: Int, on connection: PostgresConnection) async throws -> Claim {
         // A prepared statement: parsed once per connection, not once per batch.
-        try await withChannels(
-            try await decode(try await connection.execute(ClaimStatement(limit: Int64(limit)), logger: logger)),
-            on: connection)
+        try await decode(try await connection.execute(ClaimStatement(limit: Int64(limit)), logger: logger))
     }
 
     /// The same as `claim(limit:on:)` for the given rows only, found by primary key: the rows a writer's wake-up
     /// named. Rows another worker holds or that are not due are left out.
     public func claim(ids: [Int64], on connection: PostgresConnection) async throws -> Claim {
-        try await withChannels(
-            try await decode(try await connection.execute(ClaimByIDsStatement(ids: ids), logger: logger)),
-            on: connection)
-    }
-
-    /// Reads the state of the claim's locked channels (one more round trip, for batches with channel rows only).
-    private func withChannels(_ claim: Claim, on connection: PostgresConnection) async throws -> Claim {
-        guard !claim.lockedChains.isEmpty else { return claim }
-        var claim = claim
-        let ids = Array(Set(claim.lockedChains.map(\.channelID)))
-        let rows = try await connection.query("SELECT * FROM liverelay_channel_states(\(ids)::uuid[])", logger: logger)
-        for try await (id, name, bundleID, env, policy, status, apnsID, topic, state, priority, stale, dismissal,
-                       relevance, iosTimestamp, iosHash, androidTimestamp, androidHash)
-            in rows.decode((UUID, String, String, String, Int32, String, String?, String, String?, Int32, Int64?,
-                            Int64?, Double?, Int64?, String?, Int64?, String?).self) {
-            var channel = ChannelSnapshot(
-                id: id, name: name, bundleID: bundleID, environment: APNsEnvironment(rawValue: env) ?? .production,
-                storagePolicy: Int(policy), status: ChannelStatus(rawValue: status) ?? .failed, apnsChannelID: apnsID,
-                fcmTopic: topic, contentState: state.flatMap { try? JSONValue(parsing: $0) }, priority: Int(priority),
-                staleDate: stale, dismissalDate: dismissal, relevanceScore: relevance)
-            channel.lastTimestamp[.ios] = iosTimestamp
-            channel.lastPayloadHash[.ios] = iosHash
-            channel.lastTimestamp[.android] = androidTimestamp
-            channel.lastPayloadHash[.android] = androidHash
-            claim.channels[id] = channel
-        }
-        return claim
+        try await decode(try await connection.execute(ClaimByIDsStatement(ids: ids), logger: logger))
     }
 
     private func decode(_ stream: AsyncThrowingMapSequence<PostgresRowSequence, ClaimStatement.Row>) async throws
@@ -78,7 +50,7 @@ public struct OutboxStore: Sendable {
                        payload, priority, apnsID, requestID, enqueuedAt, attempts, dbNow, locked,
                        snapshotID, token, snapshotBundle, snapshotEnv, status, contentState, stale, dismissal,
                        relevance, snapshotPriority, hasMessage, message, lastTimestamp, lastPayload, platform,
-                       frequentUpdates, priority10LastHour, channelID) in stream
+                       frequentUpdates, priority10LastHour, channelID, channelState) in stream
         {
             claim.now = dbNow
             claim.rows.append(OutboxRow(
@@ -90,7 +62,12 @@ public struct OutboxStore: Sendable {
                 priority: priority.map(Int.init), apnsID: apnsID, requestID: requestID, enqueuedAt: enqueuedAt,
                 attempts: Int(attempts), channelID: channelID))
             if locked, kind == OutboxRow.Kind.channel.rawValue, let channelID {
-                claim.lockedChains.insert(ChannelChain(channelID: channelID, platform: Platform(rawValue: rowPlatform) ?? .ios))
+                let platform = Platform(rawValue: rowPlatform) ?? .ios
+                claim.lockedChains.insert(ChannelChain(channelID: channelID, platform: platform))
+                if let text = channelState, let state = try? JSONValue(parsing: text),
+                   let snapshot = ChannelSnapshot(claimed: state, platform: platform) {
+                    claim.channels[channelID, default: snapshot].merge(snapshot, platform: platform)
+                }
             }
             guard locked, let activityID else { continue }
             claim.lockedActivities.insert(activityID)
@@ -191,8 +168,8 @@ struct ClaimStatement: PostgresPreparedStatement {
     typealias Row = (Int64, String, String, UUID?, String, String?, String?, String?, String?, String?, String?,
                      Int32?, UUID, UUID?, Double, Int32, Int64, Bool,
                      UUID?, String?, String?, String?, String?, String?, Int64?, Int64?, Double?, Int32?, Bool, String?,
-                     Int64?, String?, String?, Bool, Int32, UUID?)
-    static let name = "liverelay_claim_v7"
+                     Int64?, String?, String?, Bool, Int32, UUID?, String?)
+    static let name = "liverelay_claim_v8"
     static let sql = "SELECT * FROM liverelay_claim_deliveries($1::int4, NULL)"
     var limit: Int64
 
@@ -210,7 +187,7 @@ struct ClaimStatement: PostgresPreparedStatement {
 /// The claim of given rows (see `OutboxStore.claim(ids:on:)`); its rows are the general claim's.
 struct ClaimByIDsStatement: PostgresPreparedStatement {
     typealias Row = ClaimStatement.Row
-    static let name = "liverelay_claim_ids_v2"
+    static let name = "liverelay_claim_ids_v3"
     static let sql = "SELECT * FROM liverelay_claim_deliveries($1::int4, $2::int8[])"
     var ids: [Int64]
 
