@@ -234,6 +234,9 @@ hosts:
             "LIVERELAY_WEBHOOK_ALLOW_PRIVATE": "true", "LIVERELAY_ADMIN_TOKEN": ADMIN_TOKEN,
             "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "warning"), "LIVERELAY_SQL_DIR": ROOT,
         })
+        if os.environ.get("BENCH_NO_FCM"):  # an iOS-only relay (what FCM costs B9's channels)
+            for name in ("FCM_SERVICE_ACCOUNT_FILE", "FCM_URL", "FCM_CA_FILE"):
+                env.pop(name)
         return env
 
     def migrate(self):

@@ -53,7 +53,8 @@ AS $$
 DECLARE
     claimed bigint[];
     locked_ids uuid[];
-    locked_chains text[];
+    locked_chain_ids uuid[];
+    locked_chain_platforms text[];
 BEGIN
     IF ids IS NULL THEN
         -- Walking delivery_outbox_due in order up to the limit, never reading every due row and sorting them
@@ -79,16 +80,16 @@ BEGIN
     FROM (SELECT DISTINCT o.activity_id FROM delivery_outbox o
           WHERE o.id = ANY (claimed) AND o.activity_id IS NOT NULL) d
     WHERE pg_try_advisory_xact_lock(hashtextextended(d.activity_id::text, 7031));
-    SELECT array_agg(d.chain) INTO locked_chains
-    FROM (SELECT DISTINCT o.channel_id::text || ':' || o.platform AS chain FROM delivery_outbox o
+    SELECT array_agg(d.channel_id), array_agg(d.platform) INTO locked_chain_ids, locked_chain_platforms
+    FROM (SELECT DISTINCT o.channel_id, o.platform FROM delivery_outbox o
           WHERE o.id = ANY (claimed) AND o.kind = 'channel') d
-    WHERE pg_try_advisory_xact_lock(hashtextextended(d.chain, 7032));
+    WHERE pg_try_advisory_xact_lock(hashtextextended(d.channel_id::text || ':' || d.platform, 7032));
     RETURN QUERY
     SELECT c.id, c.kind, c.platform, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token,
            c.bundle_id, c.apns_env, c.payload::text, c.priority::int4, c.apns_id, c.request_id,
            extract(epoch FROM c.enqueued_at)::float8, c.attempts,
            floor(extract(epoch FROM clock_timestamp()))::int8,
-           l.id IS NOT NULL OR (c.kind = 'channel' AND c.channel_id::text || ':' || c.platform = ANY (locked_chains)),
+           l.id IS NOT NULL OR lc.id IS NOT NULL,
            a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state::text,
            -- An activity without a stale date of its own gets its type's default, counted from its last write.
            floor(extract(epoch FROM coalesce(a.stale_date, a.updated_at + t.stale_after)))::bigint,
@@ -99,19 +100,15 @@ BEGIN
                      WHERE p.at > extract(epoch FROM statement_timestamp()) - 3600), 0),
            c.channel_id,
            -- A locked channel row's channel, with what its side last sent (NULL when the channel row is gone).
-           CASE WHEN c.kind = 'channel' AND c.channel_id::text || ':' || c.platform = ANY (locked_chains) THEN
-               (SELECT json_build_object(
-                           'id', ch.id, 'name', ch.name, 'bundle_id', ch.bundle_id, 'apns_env', ch.apns_env,
-                           'storage_policy', ch.storage_policy, 'status', ch.status,
-                           'apns_channel_id', ch.apns_channel_id, 'fcm_topic', ch.fcm_topic,
-                           'content_state', ch.content_state, 'priority', ch.priority,
-                           'stale_date', floor(extract(epoch FROM ch.stale_date))::bigint,
-                           'dismissal_date', floor(extract(epoch FROM ch.dismissal_date))::bigint,
-                           'relevance_score', ch.relevance_score,
-                           'last_timestamp', cs.last_timestamp, 'last_payload', cs.last_payload)::text
-                FROM broadcast_channel ch
-                LEFT JOIN channel_delivery_state cs ON cs.channel_id = ch.id AND cs.platform = c.platform
-                WHERE ch.id = c.channel_id)
+           CASE WHEN ch.id IS NOT NULL THEN
+               json_build_object(
+                   'id', ch.id, 'name', ch.name, 'bundle_id', ch.bundle_id, 'apns_env', ch.apns_env,
+                   'storage_policy', ch.storage_policy, 'status', ch.status, 'apns_channel_id', ch.apns_channel_id,
+                   'fcm_topic', ch.fcm_topic, 'content_state', ch.content_state, 'priority', ch.priority,
+                   'stale_date', floor(extract(epoch FROM ch.stale_date))::bigint,
+                   'dismissal_date', floor(extract(epoch FROM ch.dismissal_date))::bigint,
+                   'relevance_score', ch.relevance_score,
+                   'last_timestamp', cs.last_timestamp, 'last_payload', cs.last_payload)::text
            END
     FROM delivery_outbox c
     LEFT JOIN unnest(locked_ids) AS l(id) ON l.id = c.activity_id
@@ -119,6 +116,10 @@ BEGIN
     LEFT JOIN device_live_activity_message m ON m.device_uuid = a.device_uuid
     LEFT JOIN activity_delivery_state s ON s.activity_id = a.id
     LEFT JOIN activity_type_setting t ON t.attributes_type = a.attributes_type
+    LEFT JOIN unnest(locked_chain_ids, locked_chain_platforms) AS lc(id, platform)
+           ON lc.id = c.channel_id AND lc.platform = c.platform
+    LEFT JOIN broadcast_channel ch ON ch.id = lc.id
+    LEFT JOIN channel_delivery_state cs ON cs.channel_id = lc.id AND cs.platform = lc.platform
     WHERE c.id = ANY (claimed)
     ORDER BY c.next_attempt_at, c.id;
 END $$;

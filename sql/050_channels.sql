@@ -207,10 +207,14 @@ CREATE OR REPLACE FUNCTION liverelay_record_channels(
     log_channel text[], log_platform text[], log_event_type text[], log_status text[], log_error text[],
     log_outbox_id bigint[], log_provider_status integer[], log_provider_reason text[], log_attempt integer[],
     log_latency_ms double precision[], log_request_id text[], log_priority integer[], log_answered boolean[],
-    created_ids uuid[], created_channel_ids text[], failed_ids uuid[], failed_errors text[],
+    created_ids uuid[], created_channel_ids text[], created_bundles text[], created_envs text[],
+    failed_ids uuid[], failed_errors text[],
     sent_ids uuid[], sent_platforms text[], sent_timestamps bigint[], sent_hashes text[]
 ) RETURNS integer
-LANGUAGE plpgsql VOLATILE AS $$
+LANGUAGE plpgsql VOLATILE
+-- Plans kept for the session (every statement reaches its rows by key), as the batch's own record's.
+SET plan_cache_mode = force_generic_plan SET jit = off
+AS $$
 DECLARE
     queued bigint[];
     gone bigint[];
@@ -250,19 +254,17 @@ BEGIN
         UPDATE broadcast_channel c SET apns_channel_id = x.channel_id
         FROM unnest(created_ids, created_channel_ids) AS x(id, channel_id)
         WHERE c.id = x.id
-        RETURNING c.id, c.name, c.bundle_id, c.apns_env, c.status, c.content_state
+        RETURNING c.id, c.status, c.content_state
     ), queued AS (
         -- The latest state of a channel still active; the delete of one deleted while Apple was creating it.
         INSERT INTO delivery_outbox (kind, channel_id, platform, event_type, bundle_id, apns_env, payload)
         SELECT 'channel', x.id, 'ios', CASE WHEN s.status = 'active' THEN 'update' ELSE 'delete' END,
-               coalesce(s.bundle_id, o.bundle_id), coalesce(s.apns_env, o.apns_env),
+               x.bundle_id, x.apns_env,
                CASE WHEN s.id IS NULL THEN jsonb_build_object('apns_channel_id', x.channel_id) END
-        FROM unnest(created_ids, created_channel_ids) AS x(id, channel_id)
+        FROM unnest(created_ids, created_channel_ids, created_bundles, created_envs)
+             AS x(id, channel_id, bundle_id, apns_env)
         LEFT JOIN stored s ON s.id = x.id
-        LEFT JOIN LATERAL (SELECT bundle_id, apns_env FROM delivery_outbox d
-                           WHERE d.channel_id = x.id AND d.platform = 'ios' ORDER BY d.id LIMIT 1) o ON true
-        WHERE (s.status = 'active' AND s.content_state IS NOT NULL) OR s.status = 'deleted'
-           OR (s.id IS NULL AND o.bundle_id IS NOT NULL)
+        WHERE (s.status = 'active' AND s.content_state IS NOT NULL) OR s.status = 'deleted' OR s.id IS NULL
         RETURNING id
     )
     SELECT array_agg(id) INTO queued FROM queued;

@@ -132,7 +132,9 @@ struct OutcomeRecorder: Sendable {
         switch channel.step {
         case .create:
             if let id = result.apnsChannelID {
-                outcome.createdChannels.append(.init(channelID: channel.channelID, apnsChannelID: id))
+                outcome.createdChannels.append(.init(
+                    channelID: channel.channelID, apnsChannelID: id, bundleID: push.delivery.bundleID,
+                    environment: push.delivery.environment))
             }
         case .update, .end:
             if let hash = push.stateHash {

@@ -93,33 +93,18 @@ public struct OutboxStore: Sendable {
     @discardableResult
     public func record(_ outcome: BatchOutcome, on connection: PostgresConnection) async throws
         -> (webhooks: Int, channelRows: Int) {
-        var queuedChannelRows = 0
-        let logs = outcome.logs.filter { $0.channel == nil }
-        let retries = outcome.retries, sent = outcome.sentStates
-        var queuedWebhooks = 0
-        let rows = try await connection.query("""
-            SELECT liverelay_record_batch(
-                \(logs.map { $0.secretHash ?? "" })::text[], \(logs.map(\.eventType))::text[],
-                \(logs.map { $0.sessionID ?? "" })::text[], \(logs.map(\.status.rawValue))::text[],
-                \(logs.map { $0.error ?? "" })::text[], \(logs.map(\.outboxID))::int8[],
-                \(logs.map { $0.activityID?.uuidString ?? "" })::text[],
-                \(logs.map { $0.pushType?.rawValue ?? "" })::text[],
-                \(logs.map { $0.environment?.rawValue ?? "" })::text[], \(logs.map { $0.tokenSuffix ?? "" })::text[],
-                \(logs.map(\.apnsID))::uuid[], \(logs.map { Int32($0.providerStatus ?? 0) })::int4[],
-                \(logs.map { $0.providerReason ?? "" })::text[], \(logs.map { Int32($0.attempt) })::int4[],
-                \(logs.map { $0.latencyMilliseconds ?? -1 })::float8[],
-                \(logs.map { $0.requestID?.uuidString ?? "" })::text[],
-                \(logs.map { $0.transport?.rawValue ?? "" })::text[],
-                \(logs.map { Int32($0.priority ?? 0) })::int4[],
-                \(logs.map { $0.priorityReason?.rawValue ?? "" })::text[],
-                \(logs.map { $0.lifecycle?.rawValue ?? "" })::text[],
-                \(outcome.finishedRowIDs)::int8[], \(retries.map(\.rowID))::int8[],
-                \(retries.map { Int64($0.delaySeconds * 1000) })::int8[], \(retries.map(\.error))::text[],
-                \(sent.map(\.activityID))::uuid[], \(sent.map(\.timestamp))::int8[], \(sent.map(\.stateHash))::text[],
-                \(sent.map(\.priority10))::bool[])
-            """, logger: logger)
-        for try await count in rows.decode(Int32.self) { queuedWebhooks = Int(count) }
-        if outcome.hasChannelOutcomes { queuedChannelRows = try await recordChannels(outcome, on: connection) }
+        var call = RecordCall()
+        call.batch(outcome)
+        if outcome.hasChannelOutcomes { call.channels(outcome) }
+        var queuedWebhooks = 0, queuedChannelRows = 0
+        let rows = try await connection.query(call.query, logger: logger)
+        if outcome.hasChannelOutcomes {
+            for try await (webhooks, channelRows) in rows.decode((Int32, Int32).self) {
+                (queuedWebhooks, queuedChannelRows) = (Int(webhooks), Int(channelRows))
+            }
+        } else {
+            for try await count in rows.decode(Int32.self) { queuedWebhooks = Int(count) }
+        }
         if outcome.learntDeadTokens {
             let dead = outcome.deadActivityTokens
             try await connection.query("""
@@ -136,30 +121,6 @@ public struct OutboxStore: Sendable {
                 """, logger: logger)
         }
         return (queuedWebhooks, queuedChannelRows)
-    }
-
-    /// Writes a batch's channel outcomes (`liverelay_record_channels`, sql/050_channels.sql); returns the outbox rows
-    /// they queued.
-    private func recordChannels(_ outcome: BatchOutcome, on connection: PostgresConnection) async throws -> Int {
-        let logs = outcome.logs.filter { $0.channel != nil }
-        let created = outcome.createdChannels, failed = outcome.failedChannels, sent = outcome.channelSentStates
-        var queued = 0
-        let rows = try await connection.query("""
-            SELECT liverelay_record_channels(
-                \(logs.map { $0.channel ?? "" })::text[], \(logs.map { ($0.channelSide ?? .ios).rawValue })::text[],
-                \(logs.map(\.eventType))::text[], \(logs.map(\.status.rawValue))::text[],
-                \(logs.map { $0.error ?? "" })::text[], \(logs.map(\.outboxID))::int8[],
-                \(logs.map { Int32($0.providerStatus ?? 0) })::int4[], \(logs.map { $0.providerReason ?? "" })::text[],
-                \(logs.map { Int32($0.attempt) })::int4[], \(logs.map { $0.latencyMilliseconds ?? -1 })::float8[],
-                \(logs.map { $0.requestID?.uuidString ?? "" })::text[], \(logs.map { Int32($0.priority ?? 0) })::int4[],
-                \(logs.map { $0.transport != nil })::bool[],
-                \(created.map(\.channelID))::uuid[], \(created.map(\.apnsChannelID))::text[],
-                \(failed.map(\.channelID))::uuid[], \(failed.map(\.error))::text[],
-                \(sent.map(\.chain.channelID))::uuid[], \(sent.map(\.chain.platform.rawValue))::text[],
-                \(sent.map(\.timestamp))::int8[], \(sent.map(\.stateHash))::text[])
-            """, logger: logger)
-        for try await count in rows.decode(Int32.self) { queued = Int(count) }
-        return queued
     }
 }
 
@@ -255,9 +216,14 @@ public struct BatchOutcome: Sendable {
     public struct CreatedChannel: Sendable, Equatable {
         public var channelID: UUID
         public var apnsChannelID: String
-        public init(channelID: UUID, apnsChannelID: String) {
+        /// Where it was created (to delete it there should its row be gone meanwhile).
+        public var bundleID: String
+        public var environment: APNsEnvironment
+        public init(channelID: UUID, apnsChannelID: String, bundleID: String, environment: APNsEnvironment) {
             self.channelID = channelID
             self.apnsChannelID = apnsChannelID
+            self.bundleID = bundleID
+            self.environment = environment
         }
     }
     public struct FailedChannel: Sendable, Equatable {

@@ -89,7 +89,8 @@ struct ChannelPlanningTests {
         var answer = DeliveryResult(outcome: .delivered, providerStatus: 201, pushType: .liveactivity)
         answer.apnsChannelID = "bmV3"
         recorder.record(answer, of: create, now: Double(Self.now), random: 0.5, into: &outcome)
-        #expect(outcome.createdChannels == [.init(channelID: Self.channelID, apnsChannelID: "bmV3")])
+        #expect(outcome.createdChannels == [.init(channelID: Self.channelID, apnsChannelID: "bmV3",
+                                                  bundleID: "dev.bundle", environment: .production)])
         #expect(outcome.logs.first?.channel == "match" && outcome.logs.first?.status == .sent)
 
         let update = try #require(Self.plan([Self.row(2, .update)], Self.channel()).pushes.first)

@@ -1,0 +1,89 @@
+import Foundation
+import LiveRelayCore
+import PostgresNIO
+
+/// The statement that records a batch: `liverelay_record_batch(...)` and, for a batch with channel outcomes,
+/// `liverelay_record_channels(...)` beside it, so that a batch's outcomes take one round trip whatever it held
+/// (sql/040_delivery.sql, sql/050_channels.sql). Arrays run in parallel, one element per row.
+struct RecordCall {
+    private var text = PostgresQuery.StringInterpolation(literalCapacity: 2048, interpolationCount: 50)
+    private var calls = 0
+
+    var query: PostgresQuery { PostgresQuery(stringInterpolation: text) }
+
+    /// The activity side: log rows, finished and rescheduled rows, what was sent.
+    mutating func batch(_ outcome: BatchOutcome) {
+        let logs = outcome.logs.filter { $0.channel == nil }
+        let retries = outcome.retries, sent = outcome.sentStates
+        open("liverelay_record_batch")
+        argument(logs.map { $0.secretHash ?? "" }, "text[]")
+        argument(logs.map(\.eventType), "text[]")
+        argument(logs.map { $0.sessionID ?? "" }, "text[]")
+        argument(logs.map(\.status.rawValue), "text[]")
+        argument(logs.map { $0.error ?? "" }, "text[]")
+        argument(logs.map(\.outboxID), "int8[]")
+        argument(logs.map { $0.activityID?.uuidString ?? "" }, "text[]")
+        argument(logs.map { $0.pushType?.rawValue ?? "" }, "text[]")
+        argument(logs.map { $0.environment?.rawValue ?? "" }, "text[]")
+        argument(logs.map { $0.tokenSuffix ?? "" }, "text[]")
+        argument(logs.map(\.apnsID), "uuid[]")
+        argument(logs.map { Int32($0.providerStatus ?? 0) }, "int4[]")
+        argument(logs.map { $0.providerReason ?? "" }, "text[]")
+        argument(logs.map { Int32($0.attempt) }, "int4[]")
+        argument(logs.map { $0.latencyMilliseconds ?? -1 }, "float8[]")
+        argument(logs.map { $0.requestID?.uuidString ?? "" }, "text[]")
+        argument(logs.map { $0.transport?.rawValue ?? "" }, "text[]")
+        argument(logs.map { Int32($0.priority ?? 0) }, "int4[]")
+        argument(logs.map { $0.priorityReason?.rawValue ?? "" }, "text[]")
+        argument(logs.map { $0.lifecycle?.rawValue ?? "" }, "text[]")
+        argument(outcome.finishedRowIDs, "int8[]")
+        argument(retries.map(\.rowID), "int8[]")
+        argument(retries.map { Int64($0.delaySeconds * 1000) }, "int8[]")
+        argument(retries.map(\.error), "text[]")
+        argument(sent.map(\.activityID), "uuid[]")
+        argument(sent.map(\.timestamp), "int8[]")
+        argument(sent.map(\.stateHash), "text[]")
+        argument(sent.map(\.priority10), "bool[]", last: true)
+    }
+
+    /// The channel side: log rows with their channel, channels created and failed, what each side sent.
+    mutating func channels(_ outcome: BatchOutcome) {
+        let logs = outcome.logs.filter { $0.channel != nil }
+        let created = outcome.createdChannels, failed = outcome.failedChannels, sent = outcome.channelSentStates
+        open("liverelay_record_channels")
+        argument(logs.map { $0.channel ?? "" }, "text[]")
+        argument(logs.map { ($0.channelSide ?? .ios).rawValue }, "text[]")
+        argument(logs.map(\.eventType), "text[]")
+        argument(logs.map(\.status.rawValue), "text[]")
+        argument(logs.map { $0.error ?? "" }, "text[]")
+        argument(logs.map(\.outboxID), "int8[]")
+        argument(logs.map { Int32($0.providerStatus ?? 0) }, "int4[]")
+        argument(logs.map { $0.providerReason ?? "" }, "text[]")
+        argument(logs.map { Int32($0.attempt) }, "int4[]")
+        argument(logs.map { $0.latencyMilliseconds ?? -1 }, "float8[]")
+        argument(logs.map { $0.requestID?.uuidString ?? "" }, "text[]")
+        argument(logs.map { Int32($0.priority ?? 0) }, "int4[]")
+        argument(logs.map { $0.transport != nil }, "bool[]")
+        argument(created.map(\.channelID), "uuid[]")
+        argument(created.map(\.apnsChannelID), "text[]")
+        argument(created.map(\.bundleID), "text[]")
+        argument(created.map(\.environment.rawValue), "text[]")
+        argument(failed.map(\.channelID), "uuid[]")
+        argument(failed.map(\.error), "text[]")
+        argument(sent.map(\.chain.channelID), "uuid[]")
+        argument(sent.map(\.chain.platform.rawValue), "text[]")
+        argument(sent.map(\.timestamp), "int8[]")
+        argument(sent.map(\.stateHash), "text[]", last: true)
+    }
+
+    private mutating func open(_ function: String) {
+        text.appendLiteral((calls == 0 ? "SELECT " : ", ") + function + "(")
+        calls += 1
+    }
+
+    private mutating func argument<Value: PostgresDynamicTypeEncodable>(_ value: Value, _ type: String,
+                                                                         last: Bool = false) {
+        text.appendInterpolation(value)
+        text.appendLiteral("::" + type + (last ? ")" : ", "))
+    }
+}
