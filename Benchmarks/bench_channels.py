@@ -1,5 +1,5 @@
-"""B9: broadcast channels (issue 22), on bench.py's stack (its PostgreSQL, h2o as Apple's channel API and broadcast
-endpoint, the release relay).
+"""B9: broadcast channels (issue 22), on bench.py's stack (its PostgreSQL, h2o as Apple's channel API and
+broadcast endpoint, the release relay).
 
 - Latency: `rate` channel updates a second for `seconds`, each to its own channel (created first, one INSERT); commit →
   the broadcast request received at h2o, beside B1's p50 of the same run.

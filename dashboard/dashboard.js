@@ -140,12 +140,13 @@ async function loadChannels() {
   const channels = await api('/v1/channels?limit=100');
   $('channels-rows').replaceChildren(...channels.map((channel) => element('tr', { 'data-name': channel.name },
     cell('Channel', element('code', { text: channel.name }), element('br'),
-      element('small', { text: channel.apnsChannelId ? 'Apple id ' + channel.apnsChannelId : 'not created at Apple yet' })),
+      element('small', {
+        text: channel.apnsChannelId ? 'Apple id ' + channel.apnsChannelId : 'not created at Apple yet' })),
     cell('Status', element('span', { class: 'badge status-' + channel.status, text: channel.status }),
       channel.error ? element('small', { text: ' ' + channel.error }) : ''),
     cell('Content state', contentState(channel.contentState)),
-    cell('Last send', lastDelivery(channel.lastSend && {
-      ...channel.lastSend, eventType: `${channel.lastSend.eventType} · ${channel.lastSend.transport || 'not sent'}` })),
+    cell('Last send', lastDelivery(channel.lastSend && { ...channel.lastSend,
+      eventType: `${channel.lastSend.eventType} · ${channel.lastSend.transport || 'not sent'}` })),
     cell("Subscribers' platforms", element('span', { text: channel.platforms.join(' + ') })))));
   $('channels-empty').hidden = channels.length > 0;
 }
@@ -225,7 +226,8 @@ async function loadQueue() {
 // ---- Live updates ----
 
 const loaders = {
-  devices: loadDevices, activities: loadActivities, channels: loadChannels, deliveries: loadDeliveries, queue: loadQueue,
+  devices: loadDevices, activities: loadActivities, channels: loadChannels, deliveries: loadDeliveries,
+  queue: loadQueue,
 };
 const pending = new Set();
 let scheduled = null;

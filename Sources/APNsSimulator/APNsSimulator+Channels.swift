@@ -43,10 +43,14 @@ extension APNsSimulator {
                 await self.answerChannel(request, context) { try self.createChannel($0, $1, $2, $3) }
             }
             router.delete("\(prefix)1/apps/:bundle/channels") { request, context in
-                await self.answerChannel(request, context) { request, bundle, env, _ in try self.deleteChannel(request, bundle, env) }
+                await self.answerChannel(request, context) { request, bundle, env, _ in
+                    try self.deleteChannel(request, bundle, env)
+                }
             }
             router.get("\(prefix)1/apps/:bundle/channels") { request, context in
-                await self.answerChannel(request, context) { request, bundle, env, _ in try self.readChannel(request, bundle, env) }
+                await self.answerChannel(request, context) { request, bundle, env, _ in
+                    try self.readChannel(request, bundle, env)
+                }
             }
             router.get("\(prefix)1/apps/:bundle/all-channels") { request, context in
                 await self.answerChannel(request, context) { _, bundle, environment, _ in
@@ -203,15 +207,17 @@ extension APNsSimulator {
         let id = try channelID(request, bundle: bundle, environment: environment)
         let channel = state.withLock { $0.channels[Self.channelKey(environment, bundle, id)] }!
         guard header("apns-push-type") == "liveactivity" else {
+            let given = header("apns-push-type") ?? "none"
             throw Rejection(status: 400, reason: "InvalidPushType",
-                            detail: "a broadcast needs apns-push-type liveactivity, got \(header("apns-push-type") ?? "none")")
+                            detail: "a broadcast needs apns-push-type liveactivity, got \(given)")
         }
         let priority = header("apns-priority")
         if let priority, !["1", "5", "10"].contains(priority) {
             throw Rejection(status: 400, reason: "BadPriority", detail: "apns-priority \(priority)")
         }
         guard let expiration = header("apns-expiration"), let expiry = Int64(expiration) else {
-            throw Rejection(status: 400, reason: "BadExpirationDate", detail: "apns-expiration is missing or not a number")
+            throw Rejection(status: 400, reason: "BadExpirationDate",
+                            detail: "apns-expiration is missing or not a number")
         }
         if channel.storagePolicy == 0, expiry != 0 {
             throw Rejection(status: 400, reason: "BadExpirationDate",

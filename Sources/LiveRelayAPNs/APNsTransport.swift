@@ -42,6 +42,7 @@ public struct APNsTransport: DeliveryTransport {
     public func deliver(_ deliveries: [Delivery]) async -> [DeliveryResult] {
         let channels = deliveries.indices.filter { deliveries[$0].kind == .channel }
         guard !channels.isEmpty else { return await deliverPushes(deliveries) }
+        guard channels.count < deliveries.count else { return await deliverChannels(deliveries) }
         // Channel steps and device pushes side by side (one batch of each).
         let pushes = deliveries.indices.filter { deliveries[$0].kind != .channel }
         async let channelResults = deliverChannels(channels.map { deliveries[$0] })

@@ -61,54 +61,41 @@ public struct ChannelSnapshot: Sendable, Hashable {
     public init?(deleted row: OutboxRow) {
         guard let channelID = row.channelID, let bundleID = row.bundleID,
               case .object(let snapshot)? = row.payload else { return nil }
-        func integer(_ key: String) -> Int64? {
-            if case .integer(let value)? = snapshot[key] { return value }
-            return nil
-        }
-        var relevance: Double?
-        switch snapshot["relevance_score"] {
-        case .number(let value)?: relevance = value
-        case .integer(let value)?: relevance = Double(value)
-        default: relevance = nil
-        }
-        self.init(
-            id: channelID, name: snapshot["name"]?.stringValue ?? "", bundleID: bundleID,
-            environment: row.environment ?? .production, storagePolicy: Int(integer("storage_policy") ?? 0),
-            status: .deleted, apnsChannelID: snapshot["apns_channel_id"]?.stringValue,
-            fcmTopic: snapshot["fcm_topic"]?.stringValue,
-            contentState: snapshot["content_state"].flatMap { $0 == .null ? nil : $0 },
-            priority: Int(integer("priority") ?? 10), staleDate: integer("stale_date"),
-            dismissalDate: integer("dismissal_date"), relevanceScore: relevance)
+        self.init(id: channelID, name: snapshot["name"]?.stringValue ?? "", bundleID: bundleID,
+                  environment: row.environment ?? .production, status: .deleted, columns: snapshot)
     }
-}
 
-extension ChannelSnapshot {
     /// The channel as the claim returns it (`channel_state` of `liverelay_claim_deliveries`), with what `platform`'s
     /// side last sent.
     public init?(claimed state: JSONValue, platform: Platform) {
         guard case .object(let row) = state, let id = row["id"]?.stringValue.flatMap(UUID.init(uuidString:)),
               let name = row["name"]?.stringValue, let bundleID = row["bundle_id"]?.stringValue else { return nil }
+        self.init(id: id, name: name, bundleID: bundleID,
+                  environment: row["apns_env"]?.stringValue.flatMap(APNsEnvironment.init(rawValue:)) ?? .production,
+                  status: row["status"]?.stringValue.flatMap(ChannelStatus.init(rawValue:)) ?? .failed, columns: row)
+        if case .integer(let value)? = row["last_timestamp"] { lastTimestamp[platform] = value }
+        lastPayloadHash[platform] = row["last_payload"]?.stringValue
+    }
+
+    /// The rest of the channel from its columns as JSON (`broadcast_channel`'s names, dates in epoch seconds).
+    private init(id: UUID, name: String, bundleID: String, environment: APNsEnvironment, status: ChannelStatus,
+                 columns: [String: JSONValue]) {
         func integer(_ key: String) -> Int64? {
-            if case .integer(let value)? = row[key] { return value }
+            if case .integer(let value)? = columns[key] { return value }
             return nil
         }
-        var relevance: Double?
-        switch row["relevance_score"] {
-        case .number(let value)?: relevance = value
-        case .integer(let value)?: relevance = Double(value)
-        default: relevance = nil
+        let relevance: Double? = switch columns["relevance_score"] {
+        case .number(let value)?: value
+        case .integer(let value)?: Double(value)
+        default: nil
         }
         self.init(
-            id: id, name: name, bundleID: bundleID,
-            environment: row["apns_env"]?.stringValue.flatMap(APNsEnvironment.init(rawValue:)) ?? .production,
-            storagePolicy: Int(integer("storage_policy") ?? 0),
-            status: row["status"]?.stringValue.flatMap(ChannelStatus.init(rawValue:)) ?? .failed,
-            apnsChannelID: row["apns_channel_id"]?.stringValue, fcmTopic: row["fcm_topic"]?.stringValue,
-            contentState: row["content_state"].flatMap { $0 == .null ? nil : $0 },
+            id: id, name: name, bundleID: bundleID, environment: environment,
+            storagePolicy: Int(integer("storage_policy") ?? 0), status: status,
+            apnsChannelID: columns["apns_channel_id"]?.stringValue, fcmTopic: columns["fcm_topic"]?.stringValue,
+            contentState: columns["content_state"].flatMap { $0 == .null ? nil : $0 },
             priority: Int(integer("priority") ?? 10), staleDate: integer("stale_date"),
             dismissalDate: integer("dismissal_date"), relevanceScore: relevance)
-        lastTimestamp[platform] = integer("last_timestamp")
-        lastPayloadHash[platform] = row["last_payload"]?.stringValue
     }
 
     /// Adds what `other` knows of `platform`'s side (the claim returns one side per row).

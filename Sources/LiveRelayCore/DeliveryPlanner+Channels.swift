@@ -30,7 +30,9 @@ extension DeliveryPlanner {
         func settle(_ status: DeliveryStatus, _ reason: SettleReason) -> (Push?, [Settled], Int) {
             (nil, group.map { .init(row: $0, status: status, reason: reason) }, left)
         }
-        guard let channel = snapshot ?? ChannelSnapshot(deleted: head) else { return settle(.coalesced, .channelDeleted) }
+        guard let channel = snapshot ?? ChannelSnapshot(deleted: head) else {
+            return settle(.coalesced, .channelDeleted)
+        }
         if chain.platform == .ios, step != .create, channel.apnsChannelID == nil {
             // Never created at Apple: nothing to send or delete there (a create that succeeds later queues the
             // channel's latest state itself, or its delete when the channel is gone by then).

@@ -23,7 +23,8 @@ public enum FCMPayload {
     }
 
     /// The data of a channel's topic message (the same keys as `liverelay_channel_fcm_data`, which checks the size).
-    public static func channelData(name: String, content: LiveActivityContent, timestamp: Int64) -> [String: JSONValue] {
+    public static func channelData(name: String, content: LiveActivityContent, timestamp: Int64)
+        -> [String: JSONValue] {
         var data: [String: JSONValue] = [
             "liveRelayChannel": .string(name),
             "liveRelayEvent": .string(content.event.rawValue),

@@ -11,7 +11,8 @@ struct CreateChannelBody: Decodable {
     init(from decoder: any Decoder) throws {
         let fields = try BodyFields(decoder)
         channel = NewChannel(
-            name: try fields.string("name", maxLength: 64), bundleID: try fields.optionalString("bundleId", maxLength: 255),
+            name: try fields.string("name", maxLength: 64),
+            bundleID: try fields.optionalString("bundleId", maxLength: 255),
             environment: try fields.optionalChoice("apnsEnv", as: APNsEnvironment.self),
             storagePolicy: try Self.choice(fields, "storagePolicy", among: [0, 1]),
             attributesType: try fields.optionalString("attributesType", maxLength: 255),

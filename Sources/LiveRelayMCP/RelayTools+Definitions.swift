@@ -121,7 +121,9 @@ extension RelayTools {
         Tool(
             name: ToolName.listChannels.rawValue, title: "List broadcast channels",
             description: """
-                Lists broadcast channels by name: status (active, ended, deleted or failed), Apple's channel id,                 the FCM topic, the content-state every subscriber sees and the last send. One update of a channel                 reaches every phone that follows it. Example: {"status": "active"}.
+                Lists broadcast channels by name: status (active, ended, deleted or failed), Apple's channel id, \
+                the FCM topic, the content-state every subscriber sees and the last send. One update of a channel \
+                reaches every phone that follows it. Example: {"status": "active"}.
                 """,
             inputSchema: schema([
                 "status": ["type": "string", "enum": cases(ChannelStatus.self),
@@ -132,12 +134,16 @@ extension RelayTools {
         Tool(
             name: ToolName.updateChannel.rawValue, title: "Update a broadcast channel",
             description: """
-                Sets a channel's content-state (every subscriber's Live Activity changes at once: one broadcast at                 Apple, one FCM topic message, one stream event) or its status: "ended" ends every subscriber's                 activity, "deleted" also deletes the channel at Apple. Example:                 {"name": "match-42", "content_state": {"home": 2, "away": 1}}.
+                Sets a channel's content-state (every subscriber's Live Activity changes at once: one broadcast at \
+                Apple, one FCM topic message, one stream event) or its status: "ended" ends every subscriber's \
+                activity, "deleted" also deletes the channel at Apple. Example: \
+                {"name": "match-42", "content_state": {"home": 2, "away": 1}}.
                 """,
             inputSchema: schema([
                 "name": ["type": "string", "description": "The channel's name."],
                 "content_state": ["type": "object", "description": "The new content-state (a JSON object)."],
-                "status": ["type": "string", "enum": ["ended", "deleted"], "description": "End or delete the channel."],
+                "status": ["type": "string", "enum": ["ended", "deleted"],
+                           "description": "End or delete the channel."],
             ], required: ["name"]),
             annotations: .init(destructiveHint: true, idempotentHint: true, openWorldHint: true)),
     ]

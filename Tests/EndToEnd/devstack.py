@@ -128,7 +128,8 @@ class DevStack:
             if found:
                 return found[-1]
             time.sleep(0.1)
-        raise AssertionError("no such broadcast at the APNs simulator; it has: " + json.dumps(self.broadcasts())[-2000:])
+        raise AssertionError("no such broadcast at the APNs simulator; it has: "
+                             + json.dumps(self.broadcasts())[-2000:])
 
     # The stream --------------------------------------------------------------------------------------------------
     def open_stream(self, channel):

@@ -30,7 +30,8 @@ struct ChannelRoutesTests {
                 let bearer = [("Authorization", "Bearer \(token)")]
                 try await h.waitUntil("SELECT apns_channel_id IS NOT NULL FROM broadcast_channel")
                 let read = try await api.request(.GET, "/v1/channels/route-1", headers: bearer)
-                #expect(read.status == 200 && read["apnsChannelId"] == .string(h.simulator.channels()[0].channelID))
+                let appleID = h.simulator.channels()[0].channelID
+                #expect(read.status == 200 && read["apnsChannelId"] == .string(appleID))
                 #expect(try await api.request(.GET, "/v1/channels/nope", headers: bearer).status == 404)
                 #expect(try await api.request(.PATCH, "/v1/channels/route-1", json: "{}", headers: bearer).status == 403)
                 let stream = try await SSEClient(port: port, query: "channel=channel:route-1", headers: bearer)
@@ -67,7 +68,8 @@ struct ChannelRoutesTests {
                 let deleted = try await api.request(.DELETE, "/v1/channels/route-1", headers: RelayHTTP.admin)
                 #expect(deleted.status == 204)
                 _ = try await stream.wait { $0.contains { $0.name == "channel-end" } }
-                try await h.waitUntil("SELECT count(*) = 1 FROM delivery_log WHERE event_type = 'delete' AND status = 'sent'")
+                try await h.waitUntil(
+                    "SELECT count(*) = 1 FROM delivery_log WHERE event_type = 'delete' AND status = 'sent'")
                 #expect(h.simulator.channels().isEmpty)
                 let afterwards = try await api.post("/v1/channels/route-1/start",
                                                     #"{"deviceUUIDs": ["\#(device)"]}"#, headers: RelayHTTP.admin)

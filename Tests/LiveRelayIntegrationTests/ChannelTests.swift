@@ -52,14 +52,16 @@ struct ChannelTests {
                 let sequence = updates.compactMap(\.n)
                 #expect(sequence == sequence.sorted() && Set(sequence).count == sequence.count)
                 #expect(sequence.count <= 30)
-                try await h.sql("UPDATE broadcast_channel SET status = 'ended', dismissal_date = to_timestamp(2000000000)")
+                try await h.sql(
+                    "UPDATE broadcast_channel SET status = 'ended', dismissal_date = to_timestamp(2000000000)")
                 let end = try #require(try await h.waitForBroadcasts { $0.last?.event == "end" }.last)
                 #expect(end.n == 30 && end.aps["dismissal-date"] == .integer(2_000_000_000))
                 #expect(end.expiration == "0")
                 // Writes to an ended channel send nothing; DELETE removes it at Apple.
                 try await h.sql(#"UPDATE broadcast_channel SET content_state = '{"n": 99}'"#)
                 try await h.sql("DELETE FROM broadcast_channel")
-                try await h.waitUntil("SELECT count(*) = 1 FROM delivery_log WHERE event_type = 'delete' AND status = 'sent'")
+                try await h.waitUntil(
+                    "SELECT count(*) = 1 FROM delivery_log WHERE event_type = 'delete' AND status = 'sent'")
                 #expect(h.simulator.channels().isEmpty)
                 #expect(h.simulator.broadcasts().allSatisfy { $0.n != 99 })
             }
