@@ -59,8 +59,8 @@ struct StartChannelBody: Decodable {
 
     init(from decoder: any Decoder) throws {
         let fields = try BodyFields(decoder)
-        guard case .array(let values)? = try fields.value("deviceUUIDs"), !values.isEmpty, values.count <= 10_000 else {
-            throw APIError.badRequest("deviceUUIDs must be a list of 1 to 10000 device UUIDs")
+        guard case .array(let values)? = try fields.value("deviceUUIDs"), !values.isEmpty, values.count <= 1000 else {
+            throw APIError.badRequest("deviceUUIDs must be a list of 1 to 1000 device UUIDs")
         }
         devices = try values.map { value in
             guard let text = value.stringValue, let uuid = UUID(uuidString: text) else {
@@ -70,5 +70,10 @@ struct StartChannelBody: Decodable {
         }
         attributes = try fields.optionalObject("attributes")
         alert = try fields.optionalObject("alert")
+        for key in ["title", "body"] {
+            if let value = alert?.objectValue?[key], value.stringValue == nil {
+                throw APIError.badRequest("alert.\(key) must be a string")
+            }
+        }
     }
 }

@@ -87,8 +87,23 @@ struct BodyFields {
     func optionalObject(_ name: String) throws -> JSONValue? {
         switch try value(name) {
         case nil: return nil
-        case .object?: return try value(name)
+        case .object(let members)?:
+            guard !Self.containsNUL(.object(members)) else {
+                throw APIError.badRequest(
+                    "\(name) must not contain NUL characters (\\u0000): the database cannot store them")
+            }
+            return .object(members)
         default: throw APIError.badRequest("\(name) must be a JSON object")
+        }
+    }
+
+    /// True when a key or string anywhere in `value` holds U+0000 (jsonb refuses it).
+    static func containsNUL(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string(let text): text.utf8.contains(0)
+        case .array(let elements): elements.contains(where: containsNUL)
+        case .object(let members): members.contains { $0.key.utf8.contains(0) || containsNUL($0.value) }
+        default: false
         }
     }
 

@@ -22,6 +22,28 @@ public struct BroadcastChannelRecord: Codable, Sendable, Equatable {
     public var updatedAt: String
     /// The newest outcome in `delivery_log` for this channel.
     public var lastSend: ChannelSend?
+
+    /// Every key present, `null` when unset (as the API documents the channel).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(status, forKey: .status)
+        try container.encode(apnsChannelId, forKey: .apnsChannelId)
+        try container.encode(fcmTopic, forKey: .fcmTopic)
+        try container.encode(contentState, forKey: .contentState)
+        try container.encode(bundleId, forKey: .bundleId)
+        try container.encode(apnsEnv, forKey: .apnsEnv)
+        try container.encode(storagePolicy, forKey: .storagePolicy)
+        try container.encode(attributesType, forKey: .attributesType)
+        try container.encode(priority, forKey: .priority)
+        try container.encode(staleDate, forKey: .staleDate)
+        try container.encode(dismissalDate, forKey: .dismissalDate)
+        try container.encode(error, forKey: .error)
+        try container.encode(platforms, forKey: .platforms)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(updatedAt, forKey: .updatedAt)
+        try container.encode(lastSend, forKey: .lastSend)
+    }
 }
 
 /// A channel's newest delivery outcome.

@@ -22,6 +22,14 @@ struct ChannelRoutesTests {
                 let badName = try await api.post("/v1/channels", #"{"name": "no spaces"}"#, headers: RelayHTTP.admin)
                 #expect(badName.status == 400 && badName.text.contains("FCM topic"), "\(badName.text)")
                 #expect(try await api.post("/v1/channels", #"{"name": "x"}"#).status == 401)
+                // Every documented key is present, null until set (Apple's id comes once Apple created it).
+                let keys = Set(created.json?.objectValue?.keys.map { $0 } ?? [])
+                #expect(keys.isSuperset(of: [
+                    "name", "status", "apnsChannelId", "fcmTopic", "contentState", "error", "lastSend",
+                ]))
+                let nul = try await api.post("/v1/channels", #"{"name": "nul", "contentState": {"a\u0000": 1}}"#,
+                                             headers: RelayHTTP.admin)
+                #expect(nul.status == 400 && nul.text.contains("NUL"), "\(nul.text)")
 
                 // An app reads the channel with its device token, and follows it on the stream.
                 let device = UUID()
@@ -74,6 +82,10 @@ struct ChannelRoutesTests {
                 let afterwards = try await api.post("/v1/channels/route-1/start",
                                                     #"{"deviceUUIDs": ["\#(device)"]}"#, headers: RelayHTTP.admin)
                 #expect(afterwards.status == 409)
+                let badAlert = try await api.post("/v1/channels/route-1/start",
+                                                  #"{"deviceUUIDs": ["\#(device)"], "alert": {"body": {}}}"#,
+                                                  headers: RelayHTTP.admin)
+                #expect(badAlert.status == 400 && badAlert.text.contains("alert.body"))
                 #expect(try await api.request(.DELETE, "/v1/channels/nope", headers: RelayHTTP.admin).status == 404)
                 let listed = try await api.request(.GET, "/v1/channels?status=deleted", headers: RelayHTTP.admin)
                 #expect(listed.json?.arrayValue?.count == 1)
