@@ -5,6 +5,7 @@ import Hummingbird
 import LiveRelayCore
 import LiveRelayPostgres
 import LiveRelayServer
+import LiveRelayStore
 import LiveRelayDevSupport
 import Logging
 
@@ -94,7 +95,9 @@ struct DevCommand: AsyncParsableCommand {
             }
             let server = try RelayServer(configuration: configuration, migrator: try loadMigrator(), logger: logger)
             _ = try await server.migrate()
-            try await seedDemo(databaseURL: databaseURL, logger: logger)
+            let channelDefaults = RelaySettings.ChannelDefaults(
+                bundleID: configuration.defaultBundleID, fcmEnabled: configuration.fcm != nil)
+            try await seedDemo(databaseURL: databaseURL, channelDefaults: channelDefaults, logger: logger)
             let shownSimPort = useSimulator ? simPort : nil
             let shownFCMPort = fcmPort
             let tokenFile = environment["LIVERELAY_ADMIN_TOKEN"] == nil ? state + "/admin-token" : nil
@@ -135,9 +138,13 @@ struct DevCommand: AsyncParsableCommand {
         return postgres
     }
 
-    private func seedDemo(databaseURL: String, logger: Logger) async throws {
+    /// The demo rows. The channels' defaults are published first (the relay does it again when it starts), so that
+    /// the demo channel's first state is queued for the FCM topic too.
+    private func seedDemo(databaseURL: String, channelDefaults: RelaySettings.ChannelDefaults,
+                          logger: Logger) async throws {
         let connector = try DatabaseConnector(url: databaseURL)
         try await connector.withConnection(logger: logger) { connection in
+            try await RelaySettings.publishChannelDefaults(channelDefaults, on: connection, logger: logger)
             let hash = secretHash(DevDemo.secret)
             try await connection.query("""
                 INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env, device_uuid,

@@ -4,6 +4,7 @@ import asyncio
 import json
 import os
 import re
+import time
 import urllib.request
 import uuid
 
@@ -148,6 +149,13 @@ def test_channels_are_listed_and_one_update_reaches_apple_as_one_broadcast(stack
     demo = next(c for c in field(listed, "structuredContent")["channels"] if c["name"] == "demo-match")
     assert demo["fcmTopic"] == "liverelay.demo-match"
     stack.wait_for_broadcast(lambda b: True, timeout=20)  # the seeded state, once Apple created the channel
+    # ... and on the FCM topic (liverelay dev configures the FCM simulator).
+    deadline = time.time() + 20
+    while not stack.sql("SELECT count(*) FROM delivery_log WHERE channel = 'demo-match' AND transport = 'fcm-topic' "
+                        "AND status = 'sent'")[0][0] and time.time() < deadline:
+        time.sleep(0.1)
+    assert stack.sql("SELECT count(*) FROM delivery_log WHERE channel = 'demo-match' AND transport = 'fcm-topic' "
+                     "AND status = 'sent'")[0][0] >= 1
     channel_id = stack.sql("SELECT apns_channel_id FROM broadcast_channel WHERE name = 'demo-match'")[0][0]
     result = call(stack, "update_channel", {"name": "demo-match", "content_state": {"home": 3, "away": 1}})
     assert not field(result, "isError"), text(result)
