@@ -88,10 +88,11 @@ struct OutcomeRecorder: Sendable {
                 outcome.environmentChanges.append(.init(token: delivery.token, environment: environment))
             }
         case .deadToken where channel != nil:
-            // Apple no longer knows the channel: it is failed, and nothing is sent on it again.
+            // Apple no longer knows the channel: it is failed, and nothing is sent on it again. (FCM has no channel
+            // to lose: its refusal fails that message only.)
             let reason = result.providerReason ?? "ChannelNotRegistered"
-            finish(.failed, "channel gone: \(reason)")
-            if let channel, channel.step != .delete {
+            finish(.failed, transport == .apns ? "channel gone: \(reason)" : reason)
+            if let channel, transport == .apns, channel.step != .delete {
                 outcome.failedChannels.append(.init(channelID: channel.channelID, error: reason))
             }
         case .deadToken:
