@@ -1,8 +1,8 @@
 """B9: broadcast channels (issue 22), on bench.py's stack (its PostgreSQL, h2o as Apple's channel API and
 broadcast endpoint, the release relay).
 
-- Latency: `rate` channel updates a second for `seconds`, each to its own channel (created first, one INSERT); commit →
-  the broadcast request received at h2o, beside B1's p50 of the same run.
+- Latency: `rate` channel updates a second for `seconds`, each to its own channel (created first, one INSERT);
+  commit → the broadcast request received at h2o, beside B1's p50 of the same run.
 - Throughput: one statement updating `bulk` channels; broadcasts a second after its commit, beside B2's pushes/s.
 - Cost: one update to an audience of 1,000,000 is one request to Apple (and one FCM topic message); the same audience
   as per-device activities is 1,000,000 pushes at B2's measured rate.

@@ -10,9 +10,9 @@
 -- after it said idle ends (such a writer is one of them: it has written, so it has a transaction id).
 
 -- `queued`: the outbox rows this statement queued. A notification names them when they are few (a row written alone:
--- the common case), so that the woken worker claims them by primary key (liverelay_claim_deliveries with `ids`) rather than
--- by scanning the queue; rows of later statements of the transaction, and of large statements, are found by a general
--- claim (the one that follows a batch, or the re-scan when the relay goes idle).
+-- the common case), so that the woken worker claims them by primary key (liverelay_claim_deliveries with `ids`) rather
+-- than by scanning the queue; rows of later statements of the transaction, and of large statements, are found by a
+-- general claim (the one that follows a batch, or the re-scan when the relay goes idle).
 CREATE OR REPLACE FUNCTION liverelay_wake(queued bigint[]) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN

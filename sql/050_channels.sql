@@ -38,7 +38,7 @@ LANGUAGE plpgsql AS $$
 DECLARE
     size integer;
 BEGIN
-    IF NEW.name !~ '^[A-Za-z0-9_.~%-]{1,64}$' THEN
+    IF TG_OP = 'INSERT' AND NEW.name !~ '^[A-Za-z0-9_.~%-]{1,64}$' THEN
         RAISE EXCEPTION 'LiveRelay: channel name "%" must be 1 to 64 characters of A-Z, a-z, 0-9 and _ . ~ %% - '
                         '(it is also the channel''s FCM topic)', NEW.name
             USING ERRCODE = 'check_violation', HINT = 'Nothing was changed.';
@@ -196,9 +196,6 @@ CREATE OR REPLACE TRIGGER broadcast_channel_updated
 CREATE OR REPLACE TRIGGER broadcast_channel_deleted
     AFTER DELETE ON broadcast_channel REFERENCING OLD TABLE AS old_rows
     FOR EACH STATEMENT EXECUTE FUNCTION liverelay_channel_written();
-
--- The channel rows' state comes with the claim (liverelay_claim_deliveries, `channel_state`).
-DROP FUNCTION IF EXISTS liverelay_channel_states(uuid[]);
 
 -- A batch's channel outcomes, in its transaction: the log rows (with the channel's name and transport), channels
 -- Apple created (their id stored; their latest state queued for broadcast; a channel deleted meanwhile is deleted at

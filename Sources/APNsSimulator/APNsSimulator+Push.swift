@@ -150,14 +150,17 @@ extension APNsSimulator {
             throw Rejection(status: 403, reason: "InvalidProviderToken", detail: "kid \(claims.keyID) is not \(keyID)")
         }
         if let teamID = credentials.teamID, claims.teamID != teamID {
-            throw Rejection(status: 403, reason: "InvalidProviderToken", detail: "iss \(claims.teamID) is not \(teamID)")
+            throw Rejection(status: 403, reason: "InvalidProviderToken",
+                            detail: "iss \(claims.teamID) is not \(teamID)")
         }
         let now = Int64(Date().timeIntervalSince1970)
-        if now - claims.issuedAt > 3600 || (faults.expireProviderTokensIssuedBefore.map { claims.issuedAt < $0 } ?? false) {
+        let revoked = faults.expireProviderTokensIssuedBefore.map { claims.issuedAt < $0 } ?? false
+        if now - claims.issuedAt > 3600 || revoked {
             throw Rejection(status: 403, reason: "ExpiredProviderToken", detail: "iat \(claims.issuedAt) is too old")
         }
         if claims.issuedAt - now > 300 {
-            throw Rejection(status: 403, reason: "InvalidProviderToken", detail: "iat \(claims.issuedAt) is in the future")
+            throw Rejection(status: 403, reason: "InvalidProviderToken",
+                            detail: "iat \(claims.issuedAt) is in the future")
         }
         if known == nil { state.withLock { $0.providerTokens[jwt] = claims } }
         return claims

@@ -13,29 +13,22 @@ extension APNsTransport {
             }
             return ChannelRequest.forDelivery(delivery, message: message)
         }
-        var token: String
+        let sent: (answers: [Result<(APNsResponse, channelID: String?), HTTP2ClientError>], unsent: [Int: String],
+                   token: String)
         do {
-            token = try client.tokens.token()
+            sent = try await sendRefreshingExpired(
+                requests, send: { await client.send($0, providerToken: $1) },
+                isExpired: { answer in
+                    guard case .success(let (response, _)) = answer else { return false }
+                    return response.reason == "ExpiredProviderToken"
+                })
         } catch {
             return deliveries.map { _ in
-                DeliveryResult(outcome: .retry(afterSeconds: nil), error: "cannot sign a provider token: \(error)",
-                               pushType: .liveactivity)
+                DeliveryResult(outcome: .retry(afterSeconds: nil),
+                               error: "cannot sign a provider token: \(error.error)", pushType: .liveactivity)
             }
         }
-        var answers = await client.send(requests, providerToken: token)
-        var unsent: [Int: String] = [:]
-        let expired = answers.indices.filter {
-            if case .success(let answer) = answers[$0] { answer.0.reason == "ExpiredProviderToken" } else { false }
-        }
-        if !expired.isEmpty {
-            do {
-                token = try client.tokens.refresh(rejected: token)
-                let again = await client.send(expired.map { requests[$0] }, providerToken: token)
-                for (index, answer) in zip(expired, again) { answers[index] = answer }
-            } catch {
-                for index in expired { unsent[index] = "cannot sign a new provider token: \(error)" }
-            }
-        }
+        let (answers, unsent) = (sent.answers, sent.unsent)
         return deliveries.indices.map { index in
             let environment = deliveries[index].environment
             if let why = unsent[index] {

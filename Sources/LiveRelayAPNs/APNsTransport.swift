@@ -56,28 +56,19 @@ public struct APNsTransport: DeliveryTransport {
     private func deliverPushes(_ deliveries: [Delivery]) async -> [DeliveryResult] {
         guard !deliveries.isEmpty else { return [] }
         let requests = deliveries.map(Self.request(for:))
-        var token: String
+        // ExpiredProviderToken: mint a new token once and resend those pushes.
+        let sent: (answers: [Result<APNsResponse, HTTP2ClientError>], unsent: [Int: String], token: String)
         do {
-            token = try client.tokens.token()
+            sent = try await sendRefreshingExpired(
+                requests, send: { await client.send($0, providerToken: $1) },
+                isExpired: { decision($0) == .refreshProviderToken })
         } catch {
-            let why = "cannot sign a provider token: \(error)"
+            let why = "cannot sign a provider token: \(error.error)"
             return requests.map { result(.retry(afterSeconds: nil), $0, environment: $0.environment, error: why) }
         }
-        var answers = await client.send(requests, providerToken: token)
+        var answers = sent.answers
+        let unsent = sent.unsent, token = sent.token
         var environments = requests.map(\.environment)
-        var unsent: [Int: String] = [:]
-
-        // ExpiredProviderToken: mint a new token once and resend those pushes.
-        let expired = answers.indices.filter { decision(answers[$0]) == .refreshProviderToken }
-        if !expired.isEmpty {
-            do {
-                token = try client.tokens.refresh(rejected: token)
-                let again = await client.send(expired.map { requests[$0] }, providerToken: token)
-                for (index, answer) in zip(expired, again) { answers[index] = answer }
-            } catch {
-                for index in expired { unsent[index] = "cannot sign a new provider token: \(error)" }
-            }
-        }
         // BadDeviceToken: the token may belong to the other environment; try it there once.
         let elsewhere = answers.indices.filter { decision(answers[$0]) == .tryOtherEnvironment }
         if !elsewhere.isEmpty {

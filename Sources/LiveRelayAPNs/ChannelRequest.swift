@@ -37,7 +37,7 @@ public struct ChannelRequest: Sendable, Hashable {
         case .delete:
             operation = .delete(channelID: message.apnsChannelID ?? "")
         case .update, .end:
-            let content = message.content ?? LiveActivityContent(event: .update, contentState: .object([:]))
+            let content = message.state
             let payload = APNsPayload.liveActivity(
                 event: content.event, timestamp: delivery.timestamp, contentState: content.contentState,
                 staleDate: content.staleDate, dismissalDate: content.dismissalDate,

@@ -116,6 +116,11 @@ public struct ChannelMessage: Sendable, Hashable {
     /// The state of an update or end.
     public var content: LiveActivityContent?
 
+    /// What an update or end carries (an empty update for a step that carries none).
+    public var state: LiveActivityContent {
+        content ?? LiveActivityContent(event: .update, contentState: .object([:]))
+    }
+
     public init(step: ChannelStep, channelID: UUID, name: String, apnsChannelID: String?, fcmTopic: String,
                 storagePolicy: Int, content: LiveActivityContent?) {
         self.step = step

@@ -27,12 +27,11 @@ extension DeliveryPlanner {
         }
         let group = step == .update ? Array(rows.prefix { $0.eventType == ChannelStep.update.rawValue }) : [head]
         let left = rows.count - group.count
+        let channel = snapshot ?? ChannelSnapshot(deleted: head)
         func settle(_ status: DeliveryStatus, _ reason: SettleReason) -> (Push?, [Settled], Int) {
-            (nil, group.map { .init(row: $0, status: status, reason: reason) }, left)
+            (nil, group.map { .init(row: $0, status: status, reason: reason, channel: channel?.name) }, left)
         }
-        guard let channel = snapshot ?? ChannelSnapshot(deleted: head) else {
-            return settle(.coalesced, .channelDeleted)
-        }
+        guard let channel else { return settle(.coalesced, .channelDeleted) }
         if chain.platform == .ios, step != .create, channel.apnsChannelID == nil {
             // Never created at Apple: nothing to send or delete there (a create that succeeds later queues the
             // channel's latest state itself, or its delete when the channel is gone by then).

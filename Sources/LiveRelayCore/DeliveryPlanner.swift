@@ -23,6 +23,8 @@ public struct DeliveryPlanner: Sendable {
         public var row: OutboxRow
         public var status: DeliveryStatus
         public var reason: SettleReason
+        /// The broadcast channel of a channel row, when its name is known (for the log).
+        public var channel: String? = nil
     }
 
     /// Why a row was settled without a request (its `delivery_log.error`).

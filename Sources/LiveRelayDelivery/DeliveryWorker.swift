@@ -193,8 +193,7 @@ public final class DeliveryWorker: Service, Sendable {
                 row: settled.row, status: settled.status, error: settled.reason.rawValue, transport: nil, pushType: nil,
                 environment: nil, token: nil, providerStatus: nil, providerReason: nil, latencyMilliseconds: nil)
             if settled.row.kind == .channel {
-                entry.channel = settled.row.channelID.flatMap { claim.channels[$0]?.name }
-                    ?? settled.row.payload?.objectValue?["name"]?.stringValue ?? ""
+                entry.channel = settled.channel ?? ""
                 entry.channelSide = settled.row.platform
             }
             outcome.logs.append(entry)

@@ -27,9 +27,8 @@ enum FCMMessage {
             // One message to the channel's topic: every subscribed app gets it.
             message["token"] = nil
             message["topic"] = .string(channel.fcmTopic)
-            let content = channel.content ?? LiveActivityContent(event: .update, contentState: .object([:]))
             message["data"] = .object(FCMPayload.channelData(
-                name: channel.name, content: content, timestamp: delivery.timestamp))
+                name: channel.name, content: channel.state, timestamp: delivery.timestamp))
             // Storage policy 0 (`expiration` 0): "now or never" at Google too (`ttl` 0s), as at Apple.
             android["collapse_key"] = .string(channel.name)
         }

@@ -66,7 +66,8 @@ public struct OutboxStore: Sendable {
                 claim.lockedChains.insert(ChannelChain(channelID: channelID, platform: platform))
                 if let text = channelState, let state = try? JSONValue(parsing: text),
                    let snapshot = ChannelSnapshot(claimed: state, platform: platform) {
-                    claim.channels[channelID, default: snapshot].merge(snapshot, platform: platform)
+                    if claim.channels[channelID] == nil { claim.channels[channelID] = snapshot }
+                    claim.channels[channelID]?.merge(snapshot, platform: platform)
                 }
             }
             guard locked, let activityID else { continue }

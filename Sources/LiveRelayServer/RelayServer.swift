@@ -65,7 +65,8 @@ public struct RelayServer: Sendable {
         ).routeSignatures()
     }
 
-    /// Writes the update budget where the views read it and the channels' defaults, and returns the device-token secret:
+    /// Writes the update budget where the views read it and the channels' defaults, and returns the device-token
+    /// secret:
     /// `LIVERELAY_TOKEN_SECRET`, or the one generated and kept in `relay_setting` (shared by every relay). One
     /// connection for both, before the pool runs.
     func publishSettings() async throws -> String {

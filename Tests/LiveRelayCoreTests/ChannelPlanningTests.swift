@@ -51,6 +51,7 @@ struct ChannelPlanningTests {
     func statesThatSendNothing() {
         let waiting = Self.plan([Self.row(1, .update)], Self.channel(apnsID: nil))
         #expect(waiting.pushes.isEmpty && waiting.settled.map(\.reason) == [.awaitingChannel])
+        #expect(waiting.settled.map(\.channel) == ["match"], "the log names the channel of a settled row")
         let ended = Self.plan([Self.row(1, .update)], Self.channel(status: .ended))
         #expect(ended.settled.map(\.reason) == [.channelNotActive])
         let created = Self.plan([Self.row(1, .create)], Self.channel())
