@@ -11,6 +11,8 @@ import time
 
 import psycopg
 
+from bench_peer import paced_writes
+
 AUDIENCE = 1_000_000
 
 
@@ -37,21 +39,10 @@ def create_channels(stack, prefix, count, timeout=120):
 
 
 def timed_channel_writes(url, rate, seconds, names, prefix):
-    """`rate` one-row UPDATEs of broadcast_channel a second (autocommit); the commit time of each channel."""
-    commits, durations = {}, []
-    with psycopg.connect(url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
-        start = time.time()
-        for i in range(1, rate * seconds + 1):
-            due = start + (i - 1) / rate
-            while time.time() < due:
-                time.sleep(min(0.0005, max(0, due - time.time())))
-            name = f"{prefix}{i}"
-            began = time.perf_counter()
-            conn.execute("UPDATE broadcast_channel SET content_state = jsonb_build_object('n', %s) WHERE name = %s",
-                         (i, name))
-            durations.append((time.perf_counter() - began) * 1000)
-            commits[names[name]] = time.time()
-    return commits, durations
+    """`rate` one-row UPDATEs of broadcast_channel a second (as B1's); commit times by the channel's Apple id."""
+    return paced_writes(url, rate, seconds,
+                        "UPDATE broadcast_channel SET content_state = jsonb_build_object('n', %s) WHERE name = %s",
+                        lambda i: (i, f"{prefix}{i}"), lambda i: names[f"{prefix}{i}"])
 
 
 def bench_b9(stack, rate, seconds, bulk):

@@ -68,9 +68,9 @@ def cpu_per_write(before, after, writes):
     return {"relay": (after[0] - before[0]) * 1e6 / writes, "postgres": (after[1] - before[1]) * 1e6 / writes}
 
 
-def timed_writes(url, rate, seconds, sessions, secret_hash, prefix):
-    """`rate` one-row UPDATEs a second (autocommit: UPDATE + COMMIT), as B1 writes them; returns the commit time of
-    each token and each write's own duration in milliseconds."""
+def paced_writes(url, rate, seconds, statement, params, key):
+    """`rate` one-row writes a second (autocommit: the statement + COMMIT), write i with `params(i)`; returns the
+    commit time of each write by `key(i)` and each write's own duration in milliseconds."""
     commits, durations = {}, []
     with psycopg.connect(url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
         start = time.time()
@@ -78,13 +78,19 @@ def timed_writes(url, rate, seconds, sessions, secret_hash, prefix):
             due = start + (i - 1) / rate
             while time.time() < due:
                 time.sleep(min(0.0005, max(0, due - time.time())))
-            session = f"{prefix}{i}"
             began = time.perf_counter()
-            conn.execute("UPDATE activity_registration SET content_state = jsonb_build_object('n', %s) "
-                         "WHERE secret_hash = %s AND session_id = %s", (i, secret_hash, session))
+            conn.execute(statement, params(i))
             durations.append((time.perf_counter() - began) * 1000)
-            commits[sessions[session]] = time.time()
+            commits[key(i)] = time.time()
     return commits, durations
+
+
+def timed_writes(url, rate, seconds, sessions, secret_hash, prefix):
+    """B1's writes: `rate` one-row UPDATEs of activities a second; commit times by token."""
+    return paced_writes(url, rate, seconds,
+                        "UPDATE activity_registration SET content_state = jsonb_build_object('n', %s) "
+                        "WHERE secret_hash = %s AND session_id = %s",
+                        lambda i: (i, secret_hash, f"{prefix}{i}"), lambda i: sessions[f"{prefix}{i}"])
 
 
 def peer_b1(stack, peer, rate, seconds, secret_hash, cpu_seconds):
