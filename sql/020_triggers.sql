@@ -124,9 +124,13 @@ BEGIN
                jsonb_build_object('session_id', session_id, 'device_uuid', device_uuid, 'status', status,
                                   'content_state', content_state)
         FROM events ORDER BY id
+    ), reloads AS (
+        -- What the device shows changed: its widgets reload (sql/027_widgets.sql).
+        SELECT liverelay_queue_widget_reloads(array_agg(DISTINCT device_uuid)) AS ids
+        FROM events WHERE device_uuid IS NOT NULL
     )
     -- (Every event queues one outbox row and one stream event: rows queued means something to wake for.)
-    SELECT array_agg(id) INTO queued FROM queued;
+    SELECT (SELECT array_agg(id) FROM queued) || (SELECT ids FROM reloads) INTO queued;
     IF queued IS NOT NULL THEN
         PERFORM liverelay_wake(queued);
     END IF;
@@ -171,6 +175,8 @@ BEGIN
         RETURNING id
     )
     SELECT array_agg(id) INTO queued FROM queued;
+    -- What the device shows changed: its widgets reload (sql/027_widgets.sql).
+    queued := queued || liverelay_queue_widget_reloads((SELECT array_agg(DISTINCT device_uuid) FROM new_rows));
 
     INSERT INTO broadcast_log (channels, event, data)
     SELECT ARRAY['device:' || m.device_uuid], 'live-activity-message',

@@ -26,7 +26,8 @@ SELECT a.id, a.session_id, a.device_uuid, a.status, a.platform, a.bundle_id, a.a
        b.priority10_last_hour, b.budget_limit AS priority10_limit,
        CASE WHEN b.priority10_last_hour >= b.budget_limit THEN 'downgraded'
             WHEN b.priority10_last_hour >= liverelay_priority10_warning() THEN 'warning' ELSE 'ok' END AS budget_state,
-       a.frequent_updates, a.started_at
+       a.frequent_updates, a.started_at,
+       liverelay_is_foreground(a.device_uuid, a.secret_hash, a.session_id) AS foreground
 FROM activity_registration a
 LEFT JOIN device_live_activity_message m ON m.device_uuid = a.device_uuid
 LEFT JOIN activity_delivery_state s ON s.activity_id = a.id

@@ -32,9 +32,21 @@ DROP FUNCTION IF EXISTS liverelay_claim_batch(integer);
 -- Channel rows (sql/050_channels.sql) are locked per channel and side instead (a chain), and returned with
 -- `channel_id` and, for a locked chain, `channel_state`: the channel and what its side last sent, read after the
 -- locks as an activity's state is (one round trip for both kinds).
+--
+-- Widget rows (sql/027_widgets.sql) are locked per widget token, and return whether the token is still registered
+-- and how long ago it last got a reload. An activity's row says whether its app is open (`foreground`, see
+-- sql/025_foreground.sql), read with its state.
 DROP FUNCTION IF EXISTS liverelay_claim(integer);
 -- The claim's name until channel rows came (its rows gained `channel_id`).
 DROP FUNCTION IF EXISTS liverelay_claim_batch(integer, bigint[]);
+-- Its rows gained `foreground` and the widget columns: replaced, not altered.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'liverelay_claim_deliveries'
+               AND NOT 'foreground' = ANY (proargnames)) THEN
+        DROP FUNCTION liverelay_claim_deliveries(integer, bigint[]);
+    END IF;
+END $$;
 CREATE OR REPLACE FUNCTION liverelay_claim_deliveries(batch integer, ids bigint[] DEFAULT NULL)
 
 RETURNS TABLE (id bigint, kind text, platform text, activity_id uuid, event_type text, secret_hash text,
@@ -44,7 +56,8 @@ RETURNS TABLE (id bigint, kind text, platform text, activity_id uuid, event_type
                status text, content_state text, stale_date bigint, dismissal_date bigint,
                relevance_score double precision, state_priority integer, has_message boolean, message text,
                last_timestamp bigint, last_payload text, state_platform text, frequent_updates boolean,
-               priority10_last_hour integer, channel_id uuid, channel_state text)
+               priority10_last_hour integer, channel_id uuid, channel_state text, foreground boolean,
+               widget_registered boolean, widget_idle_seconds double precision)
 LANGUAGE plpgsql VOLATILE
 SET plan_cache_mode = force_generic_plan SET enable_seqscan = off SET jit = off
 SET enable_sort = on SET enable_bitmapscan = on
@@ -55,6 +68,7 @@ DECLARE
     locked_ids uuid[];
     locked_chain_ids uuid[];
     locked_chain_platforms text[];
+    locked_widgets text[];
 BEGIN
     IF ids IS NULL THEN
         -- Walking delivery_outbox_due in order up to the limit, never reading every due row and sorting them
@@ -84,12 +98,16 @@ BEGIN
     FROM (SELECT DISTINCT o.channel_id, o.platform FROM delivery_outbox o
           WHERE o.id = ANY (claimed) AND o.kind = 'channel') d
     WHERE pg_try_advisory_xact_lock(hashtextextended(d.channel_id::text || ':' || d.platform, 7032));
+    SELECT array_agg(d.token) INTO locked_widgets
+    FROM (SELECT DISTINCT o.device_token AS token FROM delivery_outbox o
+          WHERE o.id = ANY (claimed) AND o.kind = 'widget') d
+    WHERE pg_try_advisory_xact_lock(hashtextextended(d.token, 7033));
     RETURN QUERY
     SELECT c.id, c.kind, c.platform, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token,
            c.bundle_id, c.apns_env, c.payload::text, c.priority::int4, c.apns_id, c.request_id,
            extract(epoch FROM c.enqueued_at)::float8, c.attempts,
            floor(extract(epoch FROM clock_timestamp()))::int8,
-           l.id IS NOT NULL OR lc.id IS NOT NULL,
+           l.id IS NOT NULL OR lc.id IS NOT NULL OR lw.token IS NOT NULL,
            a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state::text,
            -- An activity without a stale date of its own gets its type's default, counted from its last write.
            floor(extract(epoch FROM coalesce(a.stale_date, a.updated_at + t.stale_after)))::bigint,
@@ -109,7 +127,10 @@ BEGIN
                    'dismissal_date', floor(extract(epoch FROM ch.dismissal_date))::bigint,
                    'relevance_score', ch.relevance_score,
                    'last_timestamp', cs.last_timestamp, 'last_payload', cs.last_payload)::text
-           END
+           END,
+           a.id IS NOT NULL AND liverelay_is_foreground(a.device_uuid, a.secret_hash, a.session_id),
+           lw.token IS NOT NULL AND EXISTS (SELECT 1 FROM device_registration d WHERE d.widget_push_token = lw.token),
+           extract(epoch FROM clock_timestamp() - w.last_sent_at)::float8
     FROM delivery_outbox c
     LEFT JOIN unnest(locked_ids) AS l(id) ON l.id = c.activity_id
     LEFT JOIN activity_registration a ON a.id = l.id
@@ -120,6 +141,8 @@ BEGIN
            ON lc.id = c.channel_id AND lc.platform = c.platform
     LEFT JOIN broadcast_channel ch ON ch.id = lc.id
     LEFT JOIN channel_delivery_state cs ON cs.channel_id = lc.id AND cs.platform = lc.platform
+    LEFT JOIN unnest(locked_widgets) AS lw(token) ON c.kind = 'widget' AND lw.token = c.device_token
+    LEFT JOIN widget_delivery_state w ON w.widget_token = lw.token
     WHERE c.id = ANY (claimed)
     ORDER BY c.next_attempt_at, c.id;
 END $$;
@@ -184,6 +207,13 @@ BEGIN
                    'coalesced', count(*) FILTER (WHERE s = 'coalesced'))
         FROM unnest(log_status) AS s
         HAVING count(*) > 0
+    ), skipped AS (
+        -- An update skipped because its app is open: pushed when the app is no longer (sql/025_foreground.sql).
+        INSERT INTO activity_foreground_skip (activity_id)
+        SELECT DISTINCT l.activity_id::uuid
+        FROM unnest(log_status, log_error, log_activity_id) AS l(status, error, activity_id)
+        WHERE l.status = 'skipped' AND l.error = 'Foreground' AND l.activity_id <> ''
+        ON CONFLICT (activity_id) DO NOTHING
     ), removed AS (
         DELETE FROM delivery_outbox WHERE id = ANY(finished_ids)
     ), rescheduled AS (

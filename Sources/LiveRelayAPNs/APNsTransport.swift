@@ -17,7 +17,11 @@ public struct APNsTransport: DeliveryTransport {
 
     /// The APNs request for a delivery.
     public static func request(for delivery: Delivery) -> PushRequest {
-        let pushType: PushType = delivery.kind == .alert ? .alert : .liveactivity
+        let pushType: PushType = switch delivery.kind {
+        case .alert: .alert
+        case .widget: .widgets
+        case .activity, .start, .channel: .liveactivity
+        }
         let payload: JSONValue
         switch delivery.content {
         case .liveActivity(let content):

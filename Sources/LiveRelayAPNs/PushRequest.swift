@@ -3,13 +3,14 @@ import LiveRelayCore
 
 /// The `apns-push-type` header.
 public enum PushType: String, Sendable, Hashable {
-    case liveactivity, alert
+    case liveactivity, alert, widgets
 
     /// As the delivery log records it.
     public var kind: PushKind {
         switch self {
         case .liveactivity: .liveactivity
         case .alert: .alert
+        case .widgets: .widgets
         }
     }
 }
@@ -18,7 +19,8 @@ public enum PushType: String, Sendable, Hashable {
 public struct PushRequest: Sendable, Hashable {
     public var deviceToken: String
     public var environment: APNsEnvironment
-    /// The app's bundle ID; the `apns-topic` adds `.push-type.liveactivity` for Live Activities.
+    /// The app's bundle ID; the `apns-topic` adds `.push-type.liveactivity` for Live Activities and
+    /// `.push-type.widgets` for widget reloads.
     public var bundleID: String
     public var pushType: PushType
     public var priority: Int
@@ -44,7 +46,11 @@ public struct PushRequest: Sendable, Hashable {
 
     /// The `apns-topic` header.
     public var topic: String {
-        pushType == .liveactivity ? "\(bundleID).push-type.liveactivity" : bundleID
+        switch pushType {
+        case .liveactivity: "\(bundleID).push-type.liveactivity"
+        case .widgets: "\(bundleID).push-type.widgets"
+        case .alert: bundleID
+        }
     }
 }
 

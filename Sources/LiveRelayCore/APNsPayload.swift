@@ -51,6 +51,9 @@ public enum APNsPayload {
     /// lacks it).
     public static let alertSound = "alert.wav"
 
+    /// A WidgetKit reload (`apns-push-type: widgets`): the widget's timeline provider fetches what changed itself.
+    public static let widgetReload: JSONValue = .object(["aps": .object(["content-changed": .bool(true)])])
+
     /// A user-visible alert push; `data` keys sit beside `aps` (as the original OpenCode relay sends them).
     public static func alert(title: String, body: String, data: [String: JSONValue] = [:]) -> JSONValue {
         var root = data

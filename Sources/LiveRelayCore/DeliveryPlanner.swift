@@ -44,6 +44,16 @@ public struct DeliveryPlanner: Sendable {
         /// Apple has not created the channel (yet): its creation queues what is due then.
         case awaitingChannel = "AwaitingChannel"
         case channelAlreadyCreated = "ChannelAlreadyCreated"
+        /// An update while its app is open, under `ForegroundPolicy.skip` (pushed when the app leaves, if behind).
+        case foreground = "Foreground"
+        /// The widget token is no longer any device's (replaced, or found dead): nothing to reload.
+        case widgetTokenUnregistered = "WidgetTokenUnregistered"
+    }
+
+    /// Rows put off without a request or a log row: due again after `delaySeconds` (a widget token's reload window).
+    public struct Deferred: Sendable {
+        public var row: OutboxRow
+        public var delaySeconds: Double
     }
 
     public struct Plan: Sendable {
@@ -51,6 +61,7 @@ public struct DeliveryPlanner: Sendable {
         public var settled: [Settled] = []
         /// Rows of locked channel chains left for the next batch (behind the step this batch takes).
         public var left = 0
+        public var deferred: [Deferred] = []
     }
 
     /// Seconds a message stays deliverable (`apns-expiration`, FCM's `ttl`).
@@ -59,6 +70,10 @@ public struct DeliveryPlanner: Sendable {
     /// The update budget: priority-10 pushes an activity may get an hour before its updates go at 5
     /// (`LIVERELAY_PRIORITY10_PER_HOUR`; doubled for activities with `frequent_updates`).
     public var priority10PerHour = UpdateBudget.defaultPerHour
+    /// What an update does while its app is open (`LIVERELAY_FOREGROUND_PUSH`).
+    public var foregroundPolicy = ForegroundPolicy.downgrade
+    /// The least time between two reloads of one widget token (`LIVERELAY_WIDGET_MIN_INTERVAL`).
+    public var widgetMinIntervalSeconds: Double = 60
 
     public init() {}
 
@@ -68,11 +83,13 @@ public struct DeliveryPlanner: Sendable {
     ///   - lockedActivities: activities this worker may send now (others are left for later).
     ///   - now: epoch seconds from the database clock.
     ///   - channels, lockedChains: the state of the claimed rows' channels, and the chains this worker may send now.
+    ///   - widgets: the state of each widget token whose rows this worker may send now.
     public func plan(rows: [OutboxRow], snapshots: [UUID: ActivitySnapshot], lockedActivities: Set<UUID>,
                      channels: [UUID: ChannelSnapshot] = [:], lockedChains: Set<ChannelChain> = [],
-                     now: Int64) -> Plan {
+                     widgets: [String: WidgetState] = [:], now: Int64) -> Plan {
         var plan = Plan()
         planChannels(rows, channels: channels, lockedChains: lockedChains, now: now, into: &plan)
+        planWidgets(rows, widgets: widgets, now: now, into: &plan)
         var byActivity: [UUID: [OutboxRow]] = [:]
         var activityOrder: [UUID] = []
         for row in rows {
@@ -81,7 +98,7 @@ public struct DeliveryPlanner: Sendable {
                 guard let activityID = row.activityID, lockedActivities.contains(activityID) else { continue }
                 if byActivity[activityID] == nil { activityOrder.append(activityID) }
                 byActivity[activityID, default: []].append(row)
-            case .channel:
+            case .channel, .widget:
                 continue
             case .alert, .start:
                 if let push = directPush(row, now: now) {
@@ -122,6 +139,11 @@ public struct DeliveryPlanner: Sendable {
                 settle(.coalesced, .sameStateAlreadySent)
                 continue
             }
+            // The app shows this state itself: under `skip`, a plain update is not pushed at all.
+            if foregroundPolicy == .skip, snapshot.foreground, event == .update, content.alert == nil {
+                settle(.skipped, .foreground)
+                continue
+            }
             let requested = max(snapshot.priority, activityRows.compactMap(\.priority).max() ?? 0)
             let (priority, reason) = priority(of: content, requested: requested, snapshot: snapshot)
             var delivery = Delivery(
@@ -139,7 +161,7 @@ public struct DeliveryPlanner: Sendable {
 
     /// The priority of a Live Activity push, and why: `end`, a start and alert-carrying updates always go at 10;
     /// an update goes at the requested priority until the activity has had `priority10PerHour` priority-10 pushes
-    /// in the last hour, then at 5 (APNs only: the budget is Apple's).
+    /// in the last hour, then at 5 (APNs only: the budget is Apple's); while its app is open (`downgrade`), at 5.
     func priority(of content: LiveActivityContent, requested: Int, snapshot: ActivitySnapshot)
         -> (Int, PriorityReason) {
         switch content.event {
@@ -151,6 +173,7 @@ public struct DeliveryPlanner: Sendable {
         guard requested >= 10 else { return (5, .requested) }
         let limit = priority10PerHour * (snapshot.frequentUpdates ? 2 : 1)
         if snapshot.platform == .ios && snapshot.priority10LastHour >= limit { return (5, .budget) }
+        if foregroundPolicy == .downgrade && snapshot.foreground { return (5, .foreground) }
         return (10, .requested)
     }
 

@@ -56,5 +56,5 @@ public protocol DeliveryTransport: Sendable {
 /// What kind of message a delivery was, as `delivery_log.push_type` records it: APNs' `apns-push-type`
 /// (`liveactivity`, `alert`), or an FCM message with or without a `notification` block (`data`, `notification`).
 public enum PushKind: String, Sendable, Hashable, CaseIterable {
-    case liveactivity, alert, data, notification
+    case liveactivity, alert, data, notification, widgets
 }

@@ -12,14 +12,14 @@ public enum LifecycleEvent: String, Sendable, Hashable, CaseIterable, Codable {
     /// (whoever makes it), so the outcome itself emits nothing then; nor do retries, nor alerts (no activity).
     public static func forOutcome(kind: OutboxRow.Kind, event: LiveActivityEvent?, status: DeliveryStatus,
                                   deadToken: Bool) -> LifecycleEvent? {
-        guard kind != .alert else { return nil }
+        guard kind != .alert, kind != .widget else { return nil }
         switch status {
         case .sent:
             if kind == .start { return .started }
             return event == .end ? .ended : .updated
         case .failed:
             return deadToken ? nil : .failed
-        case .coalesced, .retrying:
+        case .coalesced, .retrying, .skipped:
             return nil
         }
     }
@@ -37,4 +37,6 @@ public enum PriorityReason: String, Sendable, Hashable, CaseIterable, Codable {
     case start
     /// The activity spent its priority-10 budget for the hour: the update went at 5.
     case budget
+    /// The activity's app was open (a stream of its device or session): the update went at 5.
+    case foreground
 }

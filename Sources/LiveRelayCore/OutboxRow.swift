@@ -3,8 +3,9 @@ import Foundation
 /// One claimed `delivery_outbox` row.
 public struct OutboxRow: Sendable, Hashable {
     /// `activity` (payload built from the activity's state at send time), `alert` or `start` (payload in the row),
-    /// `channel` (a step of a broadcast channel, built from the channel's state at send time).
-    public enum Kind: String, Sendable { case activity, alert, start, channel }
+    /// `channel` (a step of a broadcast channel, built from the channel's state at send time), `widget` (reload the
+    /// widgets of the token the row carries).
+    public enum Kind: String, Sendable { case activity, alert, start, channel, widget }
 
     public var id: Int64
     public var kind: Kind
@@ -76,14 +77,17 @@ public struct ActivitySnapshot: Sendable, Hashable {
     public var frequentUpdates: Bool
     /// Priority-10 pushes the push service accepted for this activity in the last hour.
     public var priority10LastHour: Int
+    /// Its app is open on some relay's stream (see `ForegroundPolicy`).
+    public var foreground: Bool
 
     public init(
         id: UUID, activityToken: String?, bundleID: String, environment: APNsEnvironment, status: ActivityStatus,
         platform: Platform = .ios,
         contentState: JSONValue?, staleDate: Int64? = nil, dismissalDate: Int64? = nil, relevanceScore: Double? = nil,
         priority: Int = 10, message: String? = nil, lastTimestamp: Int64? = nil, lastPayloadHash: String? = nil,
-        frequentUpdates: Bool = false, priority10LastHour: Int = 0
+        frequentUpdates: Bool = false, priority10LastHour: Int = 0, foreground: Bool = false
     ) {
+        self.foreground = foreground
         self.frequentUpdates = frequentUpdates
         self.priority10LastHour = priority10LastHour
         self.id = id

@@ -40,4 +40,6 @@ public enum ActivityStatus: String, Sendable, Hashable, CaseIterable, Codable {
 /// `delivery_log.status`: what became of one outbox row.
 public enum DeliveryStatus: String, Sendable, Hashable, CaseIterable, Codable {
     case sent, failed, coalesced, retrying
+    /// Not sent, on purpose (an update while its app is open, under `LIVERELAY_FOREGROUND_PUSH=skip`).
+    case skipped
 }

@@ -77,6 +77,15 @@ public struct RelayConfiguration: Sendable {
         configuration.delivery.activityMaxAgeSeconds = try reader.duration(
             "LIVERELAY_ACTIVITY_MAX_AGE", default: 8 * 3600, range: 1...(7 * 86_400))
         configuration.delivery.allowPrivateWebhooks = try reader.boolean("LIVERELAY_WEBHOOK_ALLOW_PRIVATE")
+        let policy = (reader.optional("LIVERELAY_FOREGROUND_PUSH") ?? ForegroundPolicy.downgrade.rawValue).lowercased()
+        guard let foreground = ForegroundPolicy(rawValue: policy) else {
+            let choices = ForegroundPolicy.allCases.map(\.rawValue).joined(separator: ", ")
+            throw ConfigurationError(
+                name: "LIVERELAY_FOREGROUND_PUSH", problem: "must be one of \(choices), got \"\(policy)\"")
+        }
+        configuration.delivery.foregroundPolicy = foreground
+        configuration.delivery.widgetMinIntervalSeconds = try reader.duration(
+            "LIVERELAY_WIDGET_MIN_INTERVAL", default: 60, range: 0...86_400)
         return configuration
     }
 }
@@ -169,6 +178,10 @@ public struct DeliveryConfiguration: Sendable {
     public var activityMaxAgeSeconds: Double = 8 * 3600
     /// `LIVERELAY_WEBHOOK_ALLOW_PRIVATE`: webhooks may reach loopback, private and link-local addresses.
     public var allowPrivateWebhooks = false
+    /// `LIVERELAY_FOREGROUND_PUSH`: what an update push does while its app is open.
+    public var foregroundPolicy = ForegroundPolicy.downgrade
+    /// `LIVERELAY_WIDGET_MIN_INTERVAL`: the least time between two reloads of one widget token.
+    public var widgetMinIntervalSeconds: Double = 60
     public init() {}
 }
 

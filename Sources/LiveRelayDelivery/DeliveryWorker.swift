@@ -38,6 +38,8 @@ public final class DeliveryWorker: Service, Sendable {
         self.configuration = configuration
         var planner = DeliveryPlanner()
         planner.priority10PerHour = configuration.priority10PerHour
+        planner.foregroundPolicy = configuration.foregroundPolicy
+        planner.widgetMinIntervalSeconds = configuration.widgetMinIntervalSeconds
         self.planner = planner
         recorder = OutcomeRecorder(retry: configuration.retry, configured: Set(self.transports.keys))
         self.logger = logger
@@ -183,7 +185,7 @@ public final class DeliveryWorker: Service, Sendable {
         listener.reportBusy(gateID)
         let plan = planner.plan(
             rows: rows, snapshots: claim.snapshots, lockedActivities: claim.lockedActivities,
-            channels: claim.channels, lockedChains: claim.lockedChains, now: claim.now)
+            channels: claim.channels, lockedChains: claim.lockedChains, widgets: claim.widgets, now: claim.now)
         let planned = clock.now
 
         var outcome = BatchOutcome()
@@ -197,6 +199,10 @@ public final class DeliveryWorker: Service, Sendable {
                 entry.channelSide = settled.row.platform
             }
             outcome.logs.append(entry)
+        }
+        // A widget token inside its reload window: its rows wait for the window's end (no request, no log row).
+        outcome.retries += plan.deferred.map {
+            .init(rowID: $0.row.id, delaySeconds: $0.delaySeconds, error: "waiting for the widget reload window")
         }
         let results = await deliver(plan.pushes)
         let sent = clock.now
@@ -231,7 +237,8 @@ public final class DeliveryWorker: Service, Sendable {
             }
         }
         return BatchResult(claimed: rows.count,
-                           processed: plan.settled.count + plan.pushes.reduce(0) { $0 + $1.rows.count },
+                           processed: plan.settled.count + plan.deferred.count
+                               + plan.pushes.reduce(0) { $0 + $1.rows.count },
                            queuedWebhooks: queuedWebhooks, named: byName,
                            more: plan.left > 0 || queuedChannelRows > 0)
     }

@@ -80,6 +80,7 @@ struct OutcomeRecorder: Sendable {
                 recordChannelSent(channel, push: push, result: result, into: &outcome)
                 return nil
             }
+            if newest.kind == .widget { outcome.widgetReloads.append(delivery.token) }
             if let activityID = push.activityID, let hash = push.stateHash {
                 outcome.sentStates.append(.init(activityID: activityID, timestamp: push.timestamp, stateHash: hash,
                                                 priority10: delivery.priority >= 10))
@@ -107,6 +108,7 @@ struct OutcomeRecorder: Sendable {
                 }
             case .alert: outcome.deadDeviceTokens.append(delivery.token)
             case .start: outcome.deadStartTokens.append(delivery.token)
+            case .widget: outcome.deadWidgetTokens.append(delivery.token)
             case .channel: break
             }
             return DeadToken(token: delivery.token, reason: reason, transport: transport)

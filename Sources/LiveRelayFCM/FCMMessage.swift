@@ -7,7 +7,8 @@ enum FCMMessage {
     static func body(for delivery: Delivery, now: Int64) -> JSONValue {
         var message: [String: JSONValue] = ["token": .string(delivery.token)]
         var android: [String: JSONValue] = [
-            "priority": .string("high"),
+            // An update whose app is open goes at normal priority (LIVERELAY_FOREGROUND_PUSH=downgrade).
+            "priority": .string(delivery.priorityReason == .foreground ? "normal" : "high"),
             "ttl": .string("\(max(0, delivery.expiration - now))s"),
         ]
         switch delivery.content {

@@ -49,6 +49,9 @@ public struct BatchOutcome: Sendable {
     public var createdChannels: [CreatedChannel] = []
     public var failedChannels: [FailedChannel] = []
     public var channelSentStates: [ChannelSent] = []
+    /// Widget tokens reloaded (their window starts) and widget tokens APNs declared dead (set to NULL).
+    public var widgetReloads: [String] = []
+    public var deadWidgetTokens: [String] = []
 
     public struct CreatedChannel: Sendable, Equatable {
         public var channelID: UUID

@@ -22,6 +22,8 @@ public struct OutboxStore: Sendable {
         /// Channel chains this worker holds the lock of, and their channels' state (absent when deleted).
         public var lockedChains: Set<ChannelChain> = []
         public var channels: [UUID: ChannelSnapshot] = [:]
+        /// Widget tokens this worker holds the lock of, with their state.
+        public var widgets: [String: WidgetState] = [:]
 
         public init() {}
     }
@@ -50,7 +52,8 @@ public struct OutboxStore: Sendable {
                        payload, priority, apnsID, requestID, enqueuedAt, attempts, dbNow, locked,
                        snapshotID, token, snapshotBundle, snapshotEnv, status, contentState, stale, dismissal,
                        relevance, snapshotPriority, hasMessage, message, lastTimestamp, lastPayload, platform,
-                       frequentUpdates, priority10LastHour, channelID, channelState) in stream
+                       frequentUpdates, priority10LastHour, channelID, channelState, foreground, widgetRegistered,
+                       widgetIdle) in stream
         {
             claim.now = dbNow
             claim.rows.append(OutboxRow(
@@ -70,6 +73,9 @@ public struct OutboxStore: Sendable {
                     claim.channels[channelID]?.merge(snapshot, platform: platform)
                 }
             }
+            if locked, kind == OutboxRow.Kind.widget.rawValue, let deviceToken {
+                claim.widgets[deviceToken] = WidgetState(registered: widgetRegistered, secondsSinceReload: widgetIdle)
+            }
             guard locked, let activityID else { continue }
             claim.lockedActivities.insert(activityID)
             guard claim.snapshots[activityID] == nil, snapshotID != nil, let snapshotBundle,
@@ -81,7 +87,7 @@ public struct OutboxStore: Sendable {
                 contentState: contentState.flatMap { try? JSONValue(parsing: $0) }, staleDate: stale, dismissalDate: dismissal,
                 relevanceScore: relevance, priority: Int(snapshotPriority ?? 10), message: hasMessage ? (message ?? "") : nil,
                 lastTimestamp: lastTimestamp, lastPayloadHash: lastPayload, frequentUpdates: frequentUpdates,
-                priority10LastHour: Int(priority10LastHour))
+                priority10LastHour: Int(priority10LastHour), foreground: foreground)
         }
         return claim
     }
@@ -115,6 +121,11 @@ public struct OutboxStore: Sendable {
                     \(outcome.deadDeviceTokens)::text[], \(outcome.deadStartTokens)::text[])
                 """, logger: logger)
         }
+        if !outcome.widgetReloads.isEmpty || !outcome.deadWidgetTokens.isEmpty {
+            try await connection.query("""
+                SELECT liverelay_record_widgets(\(outcome.widgetReloads)::text[], \(outcome.deadWidgetTokens)::text[])
+                """, logger: logger)
+        }
         if !outcome.environmentChanges.isEmpty {
             try await connection.query("""
                 SELECT liverelay_move_tokens(\(outcome.environmentChanges.map(\.token))::text[],
@@ -130,8 +141,8 @@ struct ClaimStatement: PostgresPreparedStatement {
     typealias Row = (Int64, String, String, UUID?, String, String?, String?, String?, String?, String?, String?,
                      Int32?, UUID, UUID?, Double, Int32, Int64, Bool,
                      UUID?, String?, String?, String?, String?, String?, Int64?, Int64?, Double?, Int32?, Bool, String?,
-                     Int64?, String?, String?, Bool, Int32, UUID?, String?)
-    static let name = "liverelay_claim_v8"
+                     Int64?, String?, String?, Bool, Int32, UUID?, String?, Bool, Bool, Double?)
+    static let name = "liverelay_claim_v9"
     static let sql = "SELECT * FROM liverelay_claim_deliveries($1::int4, NULL)"
     var limit: Int64
 
@@ -149,7 +160,7 @@ struct ClaimStatement: PostgresPreparedStatement {
 /// The claim of given rows (see `OutboxStore.claim(ids:on:)`); its rows are the general claim's.
 struct ClaimByIDsStatement: PostgresPreparedStatement {
     typealias Row = ClaimStatement.Row
-    static let name = "liverelay_claim_ids_v3"
+    static let name = "liverelay_claim_ids_v4"
     static let sql = "SELECT * FROM liverelay_claim_deliveries($1::int4, $2::int8[])"
     var ids: [Int64]
 

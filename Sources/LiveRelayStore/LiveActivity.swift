@@ -33,6 +33,9 @@ public struct LiveActivity: Codable, Sendable, Equatable {
     /// Priority-10 pushes accepted in the last hour, and how many the update budget allows.
     public var priority10LastHour: Int
     public var priority10Limit: Int
+    /// The app shows it itself: a stream of its device (device token) or session (pairing secret) is open on a relay
+    /// of the cluster, so its updates go at priority 5 or not at all (`LIVERELAY_FOREGROUND_PUSH`).
+    public var foreground: Bool
 
     /// `ok`, `warning` (`UpdateBudget.warningAt` or more priority-10 pushes in the last hour) or `downgraded`
     /// (updates go at priority 5).
@@ -58,7 +61,7 @@ public struct LiveActivity: Codable, Sendable, Equatable {
         case id, sessionId, platform, status, activityType, attributes, contentState, externalId, userId, deviceUUID
         case bundleId, apnsEnv, tokenSuffix, staleDate, dismissalDate, priority, createdAt, updatedAt, lastDelivery
         case pushesLastHour, startedAt, frequentUpdates, awaitingToken, priority10LastHour, priority10Limit
-        case budgetState
+        case budgetState, foreground
     }
 
     public init(from decoder: any Decoder) throws {
@@ -88,6 +91,7 @@ public struct LiveActivity: Codable, Sendable, Equatable {
         awaitingToken = try container.decode(Bool.self, forKey: .awaitingToken)
         priority10LastHour = try container.decode(Int.self, forKey: .priority10LastHour)
         priority10Limit = try container.decode(Int.self, forKey: .priority10Limit)
+        foreground = try container.decodeIfPresent(Bool.self, forKey: .foreground) ?? false
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -118,5 +122,6 @@ public struct LiveActivity: Codable, Sendable, Equatable {
         try container.encode(priority10LastHour, forKey: .priority10LastHour)
         try container.encode(priority10Limit, forKey: .priority10Limit)
         try container.encode(budgetState, forKey: .budgetState)
+        try container.encode(foreground, forKey: .foreground)
     }
 }

@@ -16,6 +16,15 @@ public enum RelaySettings {
             """, logger: logger)
     }
 
+    /// Publishes the widget reload window where the triggers that queue reloads read it (sql/027_widgets.sql).
+    public static func publishWidgetInterval(_ seconds: Double, on connection: PostgresConnection,
+                                             logger: Logger) async throws {
+        try await connection.query("""
+            INSERT INTO relay_setting (name, value) VALUES ('widget_min_interval_seconds', \(String(seconds)))
+            ON CONFLICT (name) DO UPDATE SET value = excluded.value
+            """, logger: logger)
+    }
+
     /// What a write to `broadcast_channel` takes from the relay's configuration.
     public struct ChannelDefaults: Sendable {
         /// `APNS_DEFAULT_BUNDLE_ID`: the bundle of channels written without one.

@@ -19,6 +19,7 @@ extension RelayStore {
             'priority10LastHour', (SELECT count(*) FROM activity_delivery_state s, unnest(s.priority10_sent_at) p(at)
                                    WHERE s.activity_id = a.id AND p.at > extract(epoch FROM now()) - 3600),
             'priority10Limit', liverelay_priority10_limit(a.frequent_updates),
+            'foreground', liverelay_is_foreground(a.device_uuid, a.secret_hash, a.session_id),
             'lastDelivery', (SELECT json_build_object('status', l.status, 'eventType', l.event_type, 'at', l.created_at,
                                  'latencyMs', l.latency_ms, 'reason', coalesce(l.provider_reason, l.error))
                              FROM delivery_log l WHERE l.activity_id = a.id ORDER BY l.id DESC LIMIT 1),

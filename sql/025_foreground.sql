@@ -1,0 +1,108 @@
+-- Foreground-aware delivery (docs/foreground.md): which activities have their app open, as the relays of a cluster
+-- report it in stream_presence, and what leaving the foreground queues.
+
+-- How long a relay's streams count after its last heartbeat (it beats every 5 s): a relay that dies stops counting
+-- within this, and its rows are deleted by the next sweep of any relay after it.
+CREATE OR REPLACE FUNCTION liverelay_presence_window() RETURNS interval
+LANGUAGE sql IMMUTABLE AS $$ SELECT interval '20 seconds' $$;
+
+-- Whether an activity is foreground: a live relay holds a stream of its device (authorised by that device's token)
+-- or of its session (authorised by its pairing secret). Inlined into the queries that call it.
+CREATE OR REPLACE FUNCTION liverelay_is_foreground(p_device uuid, p_secret_hash text, p_session text)
+RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT EXISTS (SELECT 1 FROM stream_presence p JOIN relay_instance r ON r.id = p.relay_id
+                   WHERE p.device_uuid = p_device
+                     AND r.heartbeat_at > statement_timestamp() - liverelay_presence_window())
+        OR EXISTS (SELECT 1 FROM stream_presence p JOIN relay_instance r ON r.id = p.relay_id
+                   WHERE p.secret_hash = p_secret_hash AND p.session_id = p_session
+                     AND r.heartbeat_at > statement_timestamp() - liverelay_presence_window())
+$$;
+
+-- Activities whose updates were skipped while foreground and that are foreground no more: their latest state is
+-- queued (the planner sends it unless it was sent meanwhile) and their skip forgotten. Returns the queued rows.
+CREATE OR REPLACE FUNCTION liverelay_catch_up_foreground() RETURNS bigint[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    queued bigint[];
+BEGIN
+    WITH behind AS (
+        DELETE FROM activity_foreground_skip s
+        WHERE NOT EXISTS (SELECT 1 FROM activity_registration a
+                          WHERE a.id = s.activity_id
+                            AND liverelay_is_foreground(a.device_uuid, a.secret_hash, a.session_id))
+        RETURNING s.activity_id
+    ), queued AS (
+        INSERT INTO delivery_outbox (kind, activity_id, event_type, secret_hash, session_id)
+        SELECT 'activity', a.id, 'update', a.secret_hash, a.session_id
+        FROM behind b JOIN activity_registration a ON a.id = b.activity_id
+        WHERE a.status = 'active'
+        ORDER BY a.id
+        RETURNING id
+    )
+    SELECT array_agg(id) INTO queued FROM queued;
+    IF queued IS NOT NULL THEN
+        PERFORM liverelay_wake(queued);
+    END IF;
+    RETURN queued;
+END $$;
+
+-- A relay's heartbeat: keeps its streams counting. Returns true when its row had to be created (first beat, or
+-- another relay's sweep removed it after a pause longer than the window): the relay then enters all its streams
+-- again.
+CREATE OR REPLACE FUNCTION liverelay_presence_heartbeat(relay uuid) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    created boolean;
+BEGIN
+    INSERT INTO relay_instance AS r (id) VALUES (relay)
+    ON CONFLICT (id) DO UPDATE SET heartbeat_at = statement_timestamp()
+    RETURNING (r.xmax = 0) INTO created;
+    RETURN created;
+END $$;
+
+-- Streams a relay opened and closed since its last call (parallel arrays: one element per stream and channel that
+-- counts), in one round trip. `replace_all`: the entered streams are all the relay holds (its earlier rows go).
+-- Closing may leave activities behind a skip: they are caught up. Returns true when the relay's row was created.
+CREATE OR REPLACE FUNCTION liverelay_presence_update(
+    relay uuid, entered bigint[], devices uuid[], secret_hashes text[], sessions text[], left_streams bigint[],
+    replace_all boolean
+) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    created boolean;
+BEGIN
+    created := liverelay_presence_heartbeat(relay);
+    IF replace_all THEN
+        DELETE FROM stream_presence WHERE relay_id = relay;
+    ELSIF cardinality(left_streams) > 0 THEN
+        DELETE FROM stream_presence WHERE relay_id = relay AND stream_id = ANY (left_streams);
+    END IF;
+    INSERT INTO stream_presence (relay_id, stream_id, device_uuid, secret_hash, session_id)
+    SELECT relay, e.stream, e.device, e.secret_hash, e.session
+    FROM unnest(entered, devices, secret_hashes, sessions) AS e(stream, device, secret_hash, session);
+    IF cardinality(left_streams) > 0 OR replace_all THEN
+        PERFORM liverelay_catch_up_foreground();
+    END IF;
+    RETURN created;
+END $$;
+
+-- Any relay, every few seconds: relays whose heartbeat stopped are removed with their streams, and the activities
+-- that leaves behind a skip are caught up.
+CREATE OR REPLACE FUNCTION liverelay_sweep_presence() RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    removed integer;
+BEGIN
+    DELETE FROM relay_instance WHERE heartbeat_at < statement_timestamp() - liverelay_presence_window();
+    GET DIAGNOSTICS removed = ROW_COUNT;
+    PERFORM liverelay_catch_up_foreground();
+    RETURN removed;
+END $$;
+
+-- A relay that stops: its streams stop counting at once.
+CREATE OR REPLACE FUNCTION liverelay_presence_leave(relay uuid) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM relay_instance WHERE id = relay;
+    PERFORM liverelay_catch_up_foreground();
+END $$;
