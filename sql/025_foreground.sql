@@ -60,12 +60,13 @@ BEGIN
     RETURN created;
 END $$;
 
--- Streams a relay opened and closed since its last call (parallel arrays: one element per stream and channel that
--- counts), in one round trip. `replace_all`: the entered streams are all the relay holds (its earlier rows go).
+-- Streams a relay opened and closed since its last call, in one round trip: the device streams entered (parallel
+-- arrays: one element per stream and device channel), the session streams entered (one per stream and session
+-- channel), the streams left. `replace_all`: the entered streams are all the relay holds (its earlier rows go).
 -- Closing may leave activities behind a skip: they are caught up. Returns true when the relay's row was created.
 CREATE OR REPLACE FUNCTION liverelay_presence_update(
-    relay uuid, entered bigint[], devices uuid[], secret_hashes text[], sessions text[], left_streams bigint[],
-    replace_all boolean
+    relay uuid, device_streams bigint[], devices uuid[], session_streams bigint[], secret_hashes text[],
+    sessions text[], left_streams bigint[], replace_all boolean
 ) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -77,9 +78,11 @@ BEGIN
     ELSIF cardinality(left_streams) > 0 THEN
         DELETE FROM stream_presence WHERE relay_id = relay AND stream_id = ANY (left_streams);
     END IF;
-    INSERT INTO stream_presence (relay_id, stream_id, device_uuid, secret_hash, session_id)
-    SELECT relay, e.stream, e.device, e.secret_hash, e.session
-    FROM unnest(entered, devices, secret_hashes, sessions) AS e(stream, device, secret_hash, session);
+    INSERT INTO stream_presence (relay_id, stream_id, device_uuid)
+    SELECT relay, e.stream, e.device FROM unnest(device_streams, devices) AS e(stream, device);
+    INSERT INTO stream_presence (relay_id, stream_id, secret_hash, session_id)
+    SELECT relay, e.stream, e.secret_hash, e.session
+    FROM unnest(session_streams, secret_hashes, sessions) AS e(stream, secret_hash, session);
     IF cardinality(left_streams) > 0 OR replace_all THEN
         PERFORM liverelay_catch_up_foreground();
     END IF;

@@ -89,6 +89,14 @@ extension APNsSimulator {
         if pushType != "liveactivity", topic.hasSuffix(".push-type.liveactivity") {
             throw Rejection(status: 400, reason: "TopicDisallowed", detail: "\(topic) is for liveactivity pushes")
         }
+        // WidgetKit reloads (iOS 26) have a topic of their own, as Live Activities do.
+        if pushType == "widgets", !topic.hasSuffix(".push-type.widgets") {
+            throw Rejection(status: 400, reason: "InvalidPushType",
+                            detail: "a widgets push needs apns-topic <bundle>.push-type.widgets, got \(topic)")
+        }
+        if pushType != "widgets", topic.hasSuffix(".push-type.widgets") {
+            throw Rejection(status: 400, reason: "TopicDisallowed", detail: "\(topic) is for widgets pushes")
+        }
         let priority = header("apns-priority")
         if let priority, !["1", "5", "10"].contains(priority) {
             throw Rejection(status: 400, reason: "BadPriority", detail: "apns-priority \(priority)")
@@ -116,6 +124,10 @@ extension APNsSimulator {
             throw Rejection(status: 400, reason: "BadPayload", detail: "the body is not a JSON object with an aps dictionary")
         }
         if pushType == "liveactivity" { try Self.validateLiveActivity(aps) }
+        if pushType == "widgets", payload != APNsPayload.widgetReload {
+            throw Rejection(status: 400, reason: "BadPayload",
+                            detail: "a widgets push carries exactly {\"aps\":{\"content-changed\":true}}")
+        }
         // Faults, then the token's fate.
         if let reason = faults.tokenErrors[token] {
             throw Rejection(status: SimulatorFaults.status(for: reason), reason: reason, detail: "fault injected for this token")

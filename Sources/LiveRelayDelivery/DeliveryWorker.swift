@@ -227,6 +227,7 @@ public final class DeliveryWorker: Service, Sendable {
         if let metrics {
             for entry in outcome.logs {
                 metrics.recordOutcome(status: entry.status, reason: entry.providerReason, transport: entry.transport)
+                if entry.status == .skipped { metrics.recordPushAvoided(reason: entry.error ?? "") }
                 if let priority = entry.priority, let reason = entry.priorityReason, entry.status != .retrying {
                     metrics.recordPriority(priority, reason: reason)
                 }

@@ -26,6 +26,8 @@ public struct RelayAPI: Sendable {
     public var dashboard: DashboardFiles
     /// Which webhook URLs may be registered.
     public var webhookGuard: any WebhookURLCheck
+    /// Tells the cluster which apps are open (nil with `LIVERELAY_FOREGROUND_PUSH=off`).
+    public var presence: PresenceTracker?
     public var logger: Logger
 
     public init(migrator: Migrator, listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient,
@@ -54,7 +56,8 @@ public struct RelayAPI: Sendable {
         router.add(middleware: JSONErrorMiddleware(routes: table))
         HealthRoutes(health: health).register(on: router)
         RelayRoutes(store: store, defaultBundleID: defaultBundleID).register(on: router)
-        StreamRoutes(hub: hub, auth: auth, store: store).register(on: router)
+        StreamRoutes(hub: hub, auth: auth, store: store, presence: presence).register(on: router)
+        WidgetRoutes(auth: auth, store: store).register(on: router)
         let adminRoutes = AdminRoutes(auth: auth, store: store)
         adminRoutes.register(on: router)
         MetricsRoutes(metrics: metrics, store: store, hub: hub, credentialsMinted: credentialsMinted)

@@ -15,6 +15,8 @@ struct DeviceRegistrationBody: Decodable {
     var platform: Platform
     var deviceName: String?
     var deviceUUID: UUID?
+    /// The WidgetKit push token (iOS 26).
+    var widgetPushToken: String?
 
     init(from decoder: any Decoder) throws {
         let fields = try BodyFields(decoder)
@@ -39,6 +41,10 @@ struct DeviceRegistrationBody: Decodable {
         platform = try fields.optionalChoice("platform", as: Platform.self) ?? .ios
         deviceName = try fields.optionalString("deviceName", maxLength: 255)
         deviceUUID = try fields.optionalUUID("deviceUUID")
+        widgetPushToken = try fields.optionalString("widgetPushToken", maxLength: 512)
+        if widgetPushToken != nil, platform != .ios {
+            throw APIError.badRequest("widgetPushToken is for iOS devices (platform ios)")
+        }
     }
 }
 

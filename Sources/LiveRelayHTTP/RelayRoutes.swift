@@ -35,6 +35,7 @@ struct RelayRoutes: Sendable {
             environment: body.environment, platform: body.platform, pushToStartToken: body.pushToStartToken,
             deviceName: body.deviceName, deviceUUID: body.deviceUUID)
         device.pushToStartTokens = body.pushToStartTokens
+        device.widgetPushToken = body.widgetPushToken
         try await store.registerDevice(device)
         return Self.ok
     }

@@ -17,6 +17,8 @@ public struct StreamRoutes: Sendable {
     let hub: BroadcastHub
     let auth: Authenticator
     let store: RelayStore
+    /// Registers the streams that make an activity foreground (nil: not tracked).
+    let presence: PresenceTracker?
 
     func register(on router: Router<BasicRequestContext>) {
         router.get(RouterPath(Self.path)) { request, _ in try await stream(request) }
@@ -63,6 +65,13 @@ public struct StreamRoutes: Sendable {
             throw error
         }
         let hub = self.hub
+        // The app is open from the moment its stream's head is sent: the cluster knows before the head goes.
+        let presence = self.presence, requestHeaders = request.headers
+        let presenceID = await presence?.enter(Self.presenceKeys(of: caller, channels: parsed))
+        let unsubscribe: @Sendable (Bool) -> Void = { stopping in
+            hub.unsubscribe(id, stopping: stopping)
+            if let presenceID { presence?.leave(presenceID) }
+        }
         let headers: HTTPFields = [
             .contentType: "text/event-stream", .cacheControl: "no-cache", HTTPField.Name("X-Accel-Buffering")!: "no",
         ]
@@ -71,12 +80,17 @@ public struct StreamRoutes: Sendable {
             // waits for the client (the connection's close or the server's stop ends the subscription).
             if let detachable = writer as? DetachableBodyWriter {
                 let connection = detachable.detach()
-                connection.closeFuture.whenComplete { _ in hub.unsubscribe(id) }
-                connection.onQuiesce { hub.unsubscribe(id, stopping: true) }
+                connection.closeFuture.whenComplete { _ in unsubscribe(false) }
+                connection.onQuiesce { unsubscribe(true) }
                 subscriber.attach(connection, prefix: prefix)
                 return
             }
-            defer { hub.unsubscribe(id) }
+            defer { unsubscribe(false) }
+            // On a kept-alive connection, a client that goes is noticed when its connection closes, not at the next
+            // write (up to a heartbeat later): its app is no longer open.
+            if presenceID != nil {
+                _ = ConnectionCloseRegistry.onClose(of: requestHeaders) { unsubscribe(false) }
+            }
             let stream = subscriber.forward()
             // The server waits for every response to end before it stops, so on graceful shutdown an open stream
             // ends itself: its subscription is finished, which ends the loop below.
@@ -84,11 +98,29 @@ public struct StreamRoutes: Sendable {
                 try await writer.write(contentsOf: prefix)
                 for await item in stream { try await writer.write(SSEFrame.encode(item)) }
             } onGracefulShutdown: {
-                hub.unsubscribe(id)
+                unsubscribe(false)
             }
             if Task.isShuttingDownGracefully { try await writer.write(SSEFrame.farewell) }
             try await writer.finish(nil)
         })
+    }
+
+    /// What an authorised stream says about open apps: a device token following its own `device:` channel, a pairing
+    /// secret following its `session:` channels. The admin's streams (a dashboard) never count.
+    static func presenceKeys(of caller: Caller, channels: [StreamChannel]) -> [PresenceKey] {
+        guard !caller.isAdmin else { return [] }
+        var keys: [PresenceKey] = []
+        for channel in channels {
+            switch channel {
+            case .device(let uuid) where caller.deviceUUID == uuid:
+                keys.append(.device(uuid))
+            case .session(let session):
+                if let hash = caller.secretHash { keys.append(.session(secretHash: hash, sessionID: session)) }
+            default:
+                continue
+            }
+        }
+        return keys
     }
 
     /// Admin: any channel, `admin` (delivery summaries) and `*` (every channel). A device token: its own `device:`

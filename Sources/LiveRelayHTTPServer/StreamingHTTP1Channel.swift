@@ -57,6 +57,7 @@ struct StreamingHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     /// Hands a connection to Hummingbird: what its `HTTP1Channel.setup` adds after the codec.
     func handToHummingbird(_ channel: any Channel, logger: Logger) throws -> Decision {
         let pipeline = channel.pipeline.syncOperations
+        try pipeline.addHandler(ConnectionTagHandler())
         try pipeline.addHandlers(configuration.additionalChannelHandlers())
         try pipeline.addHandler(HTTPConnectionStateHandler(
             idleTimeout: configuration.idleTimeout.map { .nanoseconds($0.nanoseconds) }, logger: logger))

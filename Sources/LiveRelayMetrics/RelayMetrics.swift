@@ -38,6 +38,11 @@ public struct RelayMetrics: Sendable {
         ], factory: factory).increment()
     }
 
+    /// A push not sent because it was redundant (`Foreground`: its app was open and showed the change itself).
+    public func recordPushAvoided(reason: String) {
+        Counter(label: "liverelay_pushes_avoided_total", dimensions: [("reason", reason)], factory: factory).increment()
+    }
+
     /// One webhook request's outcome, and (delivered) the time from the event's write to the receiver's answer.
     public func recordWebhook(status: DeliveryStatus, eventType: String, latencySeconds: Double?) {
         Counter(label: "liverelay_webhook_deliveries_total", dimensions: [

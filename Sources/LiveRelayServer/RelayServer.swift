@@ -47,12 +47,15 @@ public struct RelayServer: Sendable {
 
     /// The HTTP API's routes over the given services.
     func makeAPI(listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient, metrics: RelayMetrics,
-                 credentialsMinted: @escaping @Sendable () -> [TransportKind: Int], auth: Authenticator) -> RelayAPI {
-        RelayAPI(
+                 credentialsMinted: @escaping @Sendable () -> [TransportKind: Int], auth: Authenticator,
+                 presence: PresenceTracker? = nil) -> RelayAPI {
+        var api = RelayAPI(
             migrator: migrator, listener: listener, hub: hub, pool: pool, metrics: metrics,
             credentialsMinted: credentialsMinted, auth: auth, defaultBundleID: configuration.defaultBundleID,
             openAPIDocument: openAPIDocument, dashboard: dashboard,
             webhookGuard: WebhookURLGuard(allowPrivate: configuration.delivery.allowPrivateWebhooks), logger: logger)
+        api.presence = presence
+        return api
     }
 
     /// "METHOD /path" of every route, with `{parameter}` as OpenAPI writes it (for the document's completeness test).
@@ -115,11 +118,14 @@ public struct RelayServer: Sendable {
         let sweeper = ActivitySweeper(
             connector: connector, maximumAgeSeconds: configuration.delivery.activityMaxAgeSeconds, logger: logger)
         let hub = BroadcastHub(connector: connector, listener: listener, logger: logger)
+        // Which apps are open, shared with the cluster (not tracked when the policy is off).
+        let presence = configuration.delivery.foregroundPolicy == .off
+            ? nil : PresenceTracker(connector: connector, logger: logger)
         let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger)
         let tokenSecret = try await publishSettings()
         let router = makeAPI(
             listener: listener, hub: hub, pool: pool, metrics: metrics, credentialsMinted: transports.credentialsMinted,
-            auth: Authenticator(adminToken: configuration.adminToken, tokenSecret: tokenSecret)
+            auth: Authenticator(adminToken: configuration.adminToken, tokenSecret: tokenSecret), presence: presence
         ).makeRouter()
         let host = configuration.host
         // An idle connection is closed after 60 s (streams write a heartbeat every 10 s). A stream that opens its
@@ -133,6 +139,7 @@ public struct RelayServer: Sendable {
             await onReady?(port)
         }
         var services: [any Service] = [pool, listener, hub, sweeper]
+        if let presence { services.append(presence) }
         services += webhookWorkers
         services += workers
         services.append(http)

@@ -15,6 +15,8 @@ public struct DeviceRegistration: Sendable {
     public var pushToStartTokens: [String: String] = [:]
     public var deviceName: String?
     public var deviceUUID: UUID?
+    /// The WidgetKit push token of the app's widgets (iOS 26): they reload when what the device shows changes.
+    public var widgetPushToken: String?
 
     public init(secretHash: String, token: String, bundleID: String, environment: APNsEnvironment, platform: Platform,
                 pushToStartToken: String? = nil, deviceName: String? = nil, deviceUUID: UUID? = nil) {
@@ -30,7 +32,8 @@ public struct DeviceRegistration: Sendable {
 }
 
 extension RelayStore {
-    /// Registers the token, or updates its row: a name, uuid or push-to-start token left out keeps the stored one;
+    /// Registers the token, or updates its row: a name, uuid, push-to-start or widget token left out keeps the stored
+    /// one;
     /// push-to-start tokens by type replace those of their types.
     public func registerDevice(_ device: DeviceRegistration) async throws {
         let environment = device.environment.rawValue, platform = device.platform.rawValue
@@ -38,14 +41,16 @@ extension RelayStore {
         try await execute("""
             WITH d AS (
             INSERT INTO device_registration (secret_hash, device_token, bundle_id, apns_env, push_to_start_token,
-                                             platform, device_name, device_uuid)
+                                             platform, device_name, device_uuid, widget_push_token)
             VALUES (\(device.secretHash), \(device.token), \(device.bundleID), \(environment),
-                    \(device.pushToStartToken), \(platform), \(device.deviceName), \(device.deviceUUID))
+                    \(device.pushToStartToken), \(platform), \(device.deviceName), \(device.deviceUUID),
+                    \(device.widgetPushToken))
             ON CONFLICT (secret_hash, device_token) DO UPDATE
             SET bundle_id = excluded.bundle_id, apns_env = excluded.apns_env, platform = excluded.platform,
                 push_to_start_token = coalesce(excluded.push_to_start_token, device_registration.push_to_start_token),
                 device_name = coalesce(excluded.device_name, device_registration.device_name),
-                device_uuid = coalesce(excluded.device_uuid, device_registration.device_uuid)
+                device_uuid = coalesce(excluded.device_uuid, device_registration.device_uuid),
+                widget_push_token = coalesce(excluded.widget_push_token, device_registration.widget_push_token)
             RETURNING id)
             INSERT INTO device_push_to_start (device_id, attributes_type, token)
             SELECT d.id, t.key, t.value FROM d, jsonb_each_text(\(tokensByType)::jsonb) AS t
