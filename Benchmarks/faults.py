@@ -30,6 +30,7 @@ import psycopg
 
 from bench import ADMIN_TOKEN, Stack, as_postgres, free_port, pct
 from fault_channels import scenario_channels
+from fault_foreground import scenario_foreground
 from fault_webhooks import scenario_webhook_down
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -742,6 +743,7 @@ SCENARIOS = {
     "webhook-down": lambda suite, quick: scenario_webhook_down(suite, quick, Relay, Writer, collect, nothing_lost,
                                                                free_port),
     "channels": lambda suite, quick: scenario_channels(suite, quick, Relay),
+    "foreground": lambda suite, quick: scenario_foreground(suite, quick, Relay, ADMIN_TOKEN),
 }
 
 

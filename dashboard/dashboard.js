@@ -126,7 +126,9 @@ async function loadActivities() {
     return element('tr', { 'data-id': activity.id },
       cell('Session', element('code', { text: activity.sessionId }), element('br'),
         element('small', { text: `${activity.platform}${activity.deviceUUID ? ' · ' + activity.deviceUUID : ''}` })),
-      cell('Status', element('span', { class: 'badge status-' + activity.status, text: activity.status })),
+      cell('Status', element('span', { class: 'badge status-' + activity.status, text: activity.status }),
+        // Its app is open (a stream of its device or session): updates go at priority 5, or not at all.
+        activity.foreground ? element('span', { class: 'badge foreground', text: 'app open' }) : ''),
       cell('Content state', contentState(activity.contentState)),
       cell('Last delivery', lastDelivery(activity.lastDelivery)),
       cell('Priority 10, last hour', budget(activity)),

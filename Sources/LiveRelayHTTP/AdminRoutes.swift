@@ -77,7 +77,7 @@ struct AdminRoutes: Sendable {
         filter.sessionID = parameters.get("session_id").flatMap { $0.isEmpty ? nil : $0 }
         if let text = parameters.get("status") {
             guard let status = DeliveryStatus(rawValue: text) else {
-                throw APIError.badRequest("status must be sent, failed, coalesced or retrying")
+                throw APIError.badRequest("status must be sent, failed, coalesced, retrying or skipped")
             }
             filter.status = status
         }

@@ -132,11 +132,13 @@ class DevStack:
                              + json.dumps(self.broadcasts())[-2000:])
 
     # The stream --------------------------------------------------------------------------------------------------
-    def open_stream(self, channel):
-        """Opens GET /v1/stream for a channel; returns a function that waits for an event by name and predicate."""
+    def open_stream(self, channel, token=None):
+        """Opens GET /v1/stream for a channel (as the admin, or with a device token); returns a function that waits
+        for an event by name and predicate."""
         connection = socket.create_connection(("127.0.0.1", self.port), timeout=15)
         connection.sendall((f"GET /v1/stream?channel={channel} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                            f"Authorization: Bearer {self.token}\r\nAccept: text/event-stream\r\n\r\n").encode())
+                            f"Authorization: Bearer {token or self.token}\r\n"
+                            "Accept: text/event-stream\r\n\r\n").encode())
         reader = connection.makefile("rb")
         assert b" 200 " in reader.readline()
 

@@ -188,3 +188,31 @@ def test_channels_show_their_state_last_send_and_platforms_live(stack, page):
     wait(page, lambda: str(minute) in channel_row() and "sent update" in channel_row(), timeout=5,
          message="the channel's new state and its last send (sent, by the broadcast) on the page")
     assert "Apple id" in channel_row()
+
+
+def test_an_open_app_shows_and_its_updates_go_at_priority_5(stack, page):
+    """The demo iPhone's app holds its own stream (its device token): the activity shows the app as open, and an
+    update reaches APNs at priority 5 with the reason on the page's delivery log; closed, it is no longer open."""
+    sign_in(page, stack)
+    status, minted, _ = stack.api("POST", f"/v1/devices/{IPHONE}/token", {})
+    assert status == 200, minted
+    app = stack.open_stream(f"device:{IPHONE}", token=minted["token"])
+
+    def activity_row():
+        rows = [r.text for r in page.find_elements(By.CSS_SELECTOR, "#activities tbody tr") if "demo-session" in r.text]
+        return rows[0] if rows else ""
+    try:
+        marker = "open " + uuid.uuid4().hex[:6]
+        state = json.dumps({"status": "working", "sessionTitle": "Demo", "lastMessage": marker, "retryInfo": None})
+        stack.sql("UPDATE activity_registration SET content_state = %s::jsonb WHERE session_id = 'demo-session'",
+                  (state,))
+        push = stack.wait_for_push(lambda p: p["payload"]["aps"].get("content-state", {}).get("lastMessage") == marker)
+        assert push["priority"] == "5", push
+        wait(page, lambda: "app open" in activity_row(), timeout=5, message="the activity's app shown as open")
+        wait(page, lambda: "p5 (foreground)" in page.find_element(By.TAG_NAME, "body").text, timeout=5,
+             message="the push's priority and its reason in the delivery log")
+    finally:
+        app.close()
+    stack.sql("UPDATE activity_registration SET content_state = content_state || '{\"n\": 1}'::jsonb"
+              " WHERE session_id = 'demo-session'")
+    wait(page, lambda: "app open" not in activity_row(), timeout=10, message="the app no longer shown as open")

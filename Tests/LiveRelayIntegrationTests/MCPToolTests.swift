@@ -57,7 +57,7 @@ struct MCPToolTests {
                         .objectValue?["enum"]
                 }
                 #expect(statuses("list_live_activities") == ["active", "ended", "invalidated"])
-                #expect(statuses("recent_deliveries") == ["sent", "failed", "coalesced", "retrying"])
+                #expect(statuses("recent_deliveries") == ["sent", "failed", "coalesced", "retrying", "skipped"])
                 #expect(statuses("list_channels") == ["active", "ended", "deleted", "failed"])
             }
         }
