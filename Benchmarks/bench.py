@@ -26,6 +26,7 @@ import psycopg
 from bench_peer import Peer, cpu_per_write, peer_b1, peer_b2, peer_b5, timed_writes
 from bench_webhooks import HookReceiver, bench_b8, register_endpoint
 from bench_channels import bench_b9, summarize as summarize_b9
+from bench_foreground import bench_b10, summarize as summarize_b10
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ADMIN_TOKEN = "bench-admin-token-0123456789"
@@ -165,7 +166,7 @@ hosts:
           end
         access-log:
           path: {self.access_log}
-          format: "%{{usec}}t %U %{{apns-channel-id}}i"
+          format: "%{{usec}}t %U %{{apns-channel-id}}i %{{apns-priority}}i"
 """)
         self.h2o = subprocess.Popen(["h2o", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(100):
@@ -642,7 +643,7 @@ def main():
     parser.add_argument("--webhooks", action="store_true",
                         help="register the webhook endpoint before B1/B2/B5 (what lifecycle webhooks cost them); "
                              "by default it is registered just before B8, so B1/B2/B5 compare like with the peer")
-    parser.add_argument("--only", default="B1,B2,B2M,B3,B5,B6,B8,B9", help="comma-separated scenarios to run (e.g. B2)")
+    parser.add_argument("--only", default="B1,B2,B2M,B3,B5,B6,B8,B9,B10", help="comma-separated scenarios to run (e.g. B2)")
     parser.add_argument("--no-peer", action="store_true", help="skip the naive peer (Benchmarks/naive_peer.py)")
     parser.add_argument("--peer-processes", default="1,2", help="the peer's process counts; the best one is reported")
     args = parser.parse_args()
@@ -695,6 +696,11 @@ def main():
             if stack.relay is None:
                 stack.start_relay()
             results["B9"] = bench_b9(stack, args.b1_rate, args.b1_seconds, args.b9_bulk)
+        if "B10" in only:
+            if stack.relay is None:
+                stack.start_relay()
+            results["B10"] = bench_b10(stack, ADMIN_TOKEN, register, rate=args.b1_rate,
+                                       seconds=max(2, args.b1_seconds // 3))
         if "B3" in only:
             stack.stop_relay()
             stack.start_relay()
@@ -779,6 +785,8 @@ def main():
                                      for name, seconds in b8["cpu_seconds"].items()))
     if "B9" in results:
         summarize_b9(results, summary, slim)
+    if "B10" in results:
+        summarize_b10(results, summary, slim)
     peer_summary(results, summary, slim)
     summary["webhooks"] = ("B1/B2/B5 ran with a webhook endpoint registered (--webhooks)" if args.webhooks else
                            "B1/B2/B5 ran without a webhook endpoint (registered just before B8; --webhooks for both)")
