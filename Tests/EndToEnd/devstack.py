@@ -157,5 +157,9 @@ class DevStack:
                     event = {}
             raise AssertionError(f"no {name} event on {channel}")
 
-        next_event.close = connection.close
+        def close():
+            # The reader holds the socket open until it is closed too.
+            reader.close()
+            connection.close()
+        next_event.close = close
         return next_event

@@ -199,7 +199,9 @@ def test_an_open_app_shows_and_its_updates_go_at_priority_5(stack, page):
     app = stack.open_stream(f"device:{IPHONE}", token=minted["token"])
 
     def activity_row():
-        rows = [r.text for r in page.find_elements(By.CSS_SELECTOR, "#activities tbody tr") if "demo-session" in r.text]
+        # The demo's iPhone activity (the demo Android phone has one of the same session).
+        rows = [r.text for r in page.find_elements(By.CSS_SELECTOR, "#activities tbody tr")
+                if "demo-session" in r.text and IPHONE in r.text]
         return rows[0] if rows else ""
     try:
         marker = "open " + uuid.uuid4().hex[:6]
@@ -208,7 +210,8 @@ def test_an_open_app_shows_and_its_updates_go_at_priority_5(stack, page):
                   (state,))
         push = stack.wait_for_push(lambda p: p["payload"]["aps"].get("content-state", {}).get("lastMessage") == marker)
         assert push["priority"] == "5", push
-        wait(page, lambda: "app open" in activity_row(), timeout=5, message="the activity's app shown as open")
+        wait(page, lambda: "app open" in activity_row(), timeout=5,
+             message="the activity's app shown as open: " + activity_row())
         wait(page, lambda: "p5 (foreground)" in page.find_element(By.TAG_NAME, "body").text, timeout=5,
              message="the push's priority and its reason in the delivery log")
     finally:
