@@ -22,6 +22,13 @@ struct ConfigurationTests {
         #expect(configuration.apns?.productionURL == "https://api.push.apple.com")
         #expect(configuration.apns?.sandboxURL == "https://api.sandbox.push.apple.com")
         #expect(configuration.apns?.privateKeyPEM.contains("\n") == true)
+        #expect(configuration.delivery.foregroundPolicy == .downgrade)
+        #expect(configuration.delivery.widgetMinIntervalSeconds == 60)
+        var chosen = valid
+        chosen["LIVERELAY_FOREGROUND_PUSH"] = "Skip"
+        chosen["LIVERELAY_WIDGET_MIN_INTERVAL"] = "90s"
+        let skip = try RelayConfiguration.fromEnvironment(chosen, files: TestFiles())
+        #expect(skip.delivery.foregroundPolicy == .skip && skip.delivery.widgetMinIntervalSeconds == 90)
     }
 
     @Test("a short admin token is refused with why and how to make one")
@@ -45,6 +52,9 @@ struct ConfigurationTests {
         ("PORT", "eighty", "PORT"),
         ("APNS_PRODUCTION_URL", "http://insecure", "APNS_PRODUCTION_URL"),
         ("LOG_LEVEL", "loud", "LOG_LEVEL"),
+        ("LIVERELAY_FOREGROUND_PUSH", "sometimes", "LIVERELAY_FOREGROUND_PUSH"),
+        ("LIVERELAY_WIDGET_MIN_INTERVAL", "soon", "LIVERELAY_WIDGET_MIN_INTERVAL"),
+        ("LIVERELAY_WIDGET_MIN_INTERVAL", "2d", "LIVERELAY_WIDGET_MIN_INTERVAL"),
     ] as [(String, String?, String)])
     func namesTheSetting(name: String, value: String?, expected: String) {
         var environment = valid
