@@ -643,7 +643,8 @@ def main():
     parser.add_argument("--webhooks", action="store_true",
                         help="register the webhook endpoint before B1/B2/B5 (what lifecycle webhooks cost them); "
                              "by default it is registered just before B8, so B1/B2/B5 compare like with the peer")
-    parser.add_argument("--only", default="B1,B2,B2M,B3,B5,B6,B8,B9,B10", help="comma-separated scenarios to run (e.g. B2)")
+    parser.add_argument("--only", default="B1,B2,B2M,B3,B5,B6,B8,B9,B10",
+                        help="comma-separated scenarios to run (e.g. B2)")
     parser.add_argument("--no-peer", action="store_true", help="skip the naive peer (Benchmarks/naive_peer.py)")
     parser.add_argument("--peer-processes", default="1,2", help="the peer's process counts; the best one is reported")
     args = parser.parse_args()

@@ -28,7 +28,8 @@ struct PresenceBookTests {
         book.writeSucceeded(created: true, write: first)
         #expect(!book.isUnwritten(a) && book.isUnwritten(b))
         let second = try Self.write(&book)
-        #expect(!second.replaceAll && second.entered.map(\.stream) == [b] && second.left.isEmpty && second.resumes == [b])
+        #expect(!second.replaceAll && second.entered.map(\.stream) == [b])
+        #expect(second.left.isEmpty && second.resumes == [b])
         book.writeSucceeded(created: false, write: second)
         book.leave(a)
         #expect(book.hasChanges)
@@ -41,7 +42,10 @@ struct PresenceBookTests {
         #expect(beat == PresenceBook.Write(entered: [], left: [], replaceAll: false, resumes: []))
     }
 
-    @Test("a stream that closes before its entry is written costs no write; one closing while its entry is in flight is removed next")
+    @Test("""
+        a stream that closes before its entry is written costs no write; one closing while its entry is in flight \
+        is removed next
+        """)
     func closeEarly() throws {
         var book = PresenceBook()
         let first = try Self.write(&book)

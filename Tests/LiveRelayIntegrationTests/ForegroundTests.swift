@@ -27,7 +27,10 @@ struct ForegroundTests {
 
     struct Missing: Error { var what: String }
 
-    @Test("a device's or a session's own stream makes updates go at 5 (reason foreground); closed, 10 again; admin streams never count; end keeps 10")
+    @Test("""
+        a device's or a session's own stream makes updates go at 5 (reason foreground); closed, 10 again; admin \
+        streams never count; end keeps 10
+        """)
     func downgrade() async throws {
         try await Harness.with { h in
             try await h.withRelayPort { port in
@@ -100,7 +103,10 @@ struct ForegroundTests {
         }
     }
 
-    @Test("presence is shared: a stream on one relay lowers the other's pushes; SIGKILLed, it stops counting within 30 s")
+    @Test("""
+        presence is shared: a stream on one relay lowers the other's pushes; SIGKILLed, it stops counting within \
+        30 s
+        """)
     func twoRelays() async throws {
         try await Harness.with { h in
             try await h.withRelayPort { _ in

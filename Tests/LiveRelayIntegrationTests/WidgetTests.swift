@@ -20,14 +20,18 @@ struct WidgetTests {
         h.simulator.pushes().filter { $0.token == widget }
     }
 
-    @Test("a burst of message writes: one reload at once, one at the window's end after the last change, as Apple specifies")
+    @Test("""
+        a burst of message writes: one reload at once, one at the window's end after the last change, as Apple \
+        specifies
+        """)
     func burst() async throws {
         try await Harness.with { h in
             try await h.withRelayPort(environment: ["LIVERELAY_WIDGET_MIN_INTERVAL": "2s"]) { port in
                 let api = RelayHTTP(port: port)
                 let device = UUID(), widget = randomToken()
                 try await Self.register(api, device: device, widget: widget)
-                try await h.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'm0')")
+                try await h.sql(
+                    "INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'm0')")
                 let first = try await h.waitForPushes { $0.contains { $0.token == widget } }
                 let reload = try #require(first.first { $0.token == widget })
                 #expect(reload.pushType == "widgets")
@@ -60,12 +64,14 @@ struct WidgetTests {
                 let device = UUID(), widget = randomToken()
                 try await Self.register(api, device: device, widget: widget)
                 try await h.registerActivity(session: "w-1", device: device)
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 'w-1'"#)
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 'w-1'"#)
                 try await h.waitForPushes { $0.filter { $0.token == widget }.count >= 1 }
                 try await h.sql("UPDATE activity_registration SET status = 'ended' WHERE session_id = 'w-1'")
                 try await h.waitForPushes { $0.filter { $0.token == widget }.count >= 2 }
                 try await h.registerActivity(session: "w-2", device: device, state: #"{"n": 7}"#)
-                try await h.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'hi')")
+                try await h.sql(
+                    "INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'hi')")
 
                 let minted = try await api.post("/v1/devices/\(device)/token", "{}", headers: RelayHTTP.admin)
                 guard case .string(let token)? = minted["token"] else { Issue.record("\(minted.text)"); return }
@@ -101,7 +107,8 @@ struct WidgetTests {
                 faults.tokenErrors[widget] = "Unregistered"
                 h.simulator.setFaults(faults)
                 try await Self.register(api, device: device, widget: widget)
-                try await h.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'x')")
+                try await h.sql(
+                    "INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'x')")
                 try await h.waitUntil("""
                     SELECT count(*) = 1 AND bool_and(widget_push_token IS NULL) FROM device_registration
                     WHERE device_uuid = \(device)
