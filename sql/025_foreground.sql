@@ -7,16 +7,19 @@ CREATE OR REPLACE FUNCTION liverelay_presence_window() RETURNS interval
 LANGUAGE sql IMMUTABLE AS $$ SELECT interval '20 seconds' $$;
 
 -- Whether an activity is foreground: a live relay holds a stream of its device (authorised by that device's token)
--- or of its session (authorised by its pairing secret). Inlined into the queries that call it.
+-- or of its session (authorised by its pairing secret). PL/pgSQL so that a session plans its statement once: a SQL
+-- function whose body holds a subquery is never inlined, and would be planned again at every call (for every row of
+-- a listing). The claim writes the same test inline (sql/040_delivery.sql), inside its own kept plan.
 CREATE OR REPLACE FUNCTION liverelay_is_foreground(p_device uuid, p_secret_hash text, p_session text)
-RETURNS boolean LANGUAGE sql STABLE AS $$
-    SELECT EXISTS (SELECT 1 FROM stream_presence p JOIN relay_instance r ON r.id = p.relay_id
+RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN EXISTS (SELECT 1 FROM stream_presence p JOIN relay_instance r ON r.id = p.relay_id
                    WHERE p.device_uuid = p_device
                      AND r.heartbeat_at > statement_timestamp() - liverelay_presence_window())
         OR EXISTS (SELECT 1 FROM stream_presence p JOIN relay_instance r ON r.id = p.relay_id
                    WHERE p.secret_hash = p_secret_hash AND p.session_id = p_session
-                     AND r.heartbeat_at > statement_timestamp() - liverelay_presence_window())
-$$;
+                     AND r.heartbeat_at > statement_timestamp() - liverelay_presence_window());
+END $$;
 
 -- Activities whose updates were skipped while foreground and that are foreground no more: their latest state is
 -- queued (the planner sends it unless it was sent meanwhile) and their skip forgotten. Returns the queued rows.

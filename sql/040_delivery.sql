@@ -69,21 +69,23 @@ DECLARE
     locked_chain_ids uuid[];
     locked_chain_platforms text[];
     locked_widgets text[];
+    chains boolean;
+    widgets boolean;
 BEGIN
     IF ids IS NULL THEN
         -- Walking delivery_outbox_due in order up to the limit, never reading every due row and sorting them
         -- (restored for the statements after it, and by the function's SET on return).
         PERFORM set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true);
-        SELECT array_agg(c.id) INTO claimed
-        FROM (SELECT o.id FROM delivery_outbox o
+        SELECT array_agg(c.id), bool_or(c.kind = 'channel'), bool_or(c.kind = 'widget') INTO claimed, chains, widgets
+        FROM (SELECT o.id, o.kind FROM delivery_outbox o
               WHERE o.next_attempt_at <= statement_timestamp()
               ORDER BY o.next_attempt_at, o.id
               LIMIT batch
               FOR UPDATE SKIP LOCKED) c;
         PERFORM set_config('enable_sort', 'on', true), set_config('enable_bitmapscan', 'on', true);
     ELSE
-        SELECT array_agg(c.id) INTO claimed
-        FROM (SELECT o.id FROM delivery_outbox o
+        SELECT array_agg(c.id), bool_or(c.kind = 'channel'), bool_or(c.kind = 'widget') INTO claimed, chains, widgets
+        FROM (SELECT o.id, o.kind FROM delivery_outbox o
               WHERE o.id = ANY (ids) AND o.next_attempt_at <= statement_timestamp()
               FOR UPDATE SKIP LOCKED) c;
     END IF;
@@ -94,14 +96,19 @@ BEGIN
     FROM (SELECT DISTINCT o.activity_id FROM delivery_outbox o
           WHERE o.id = ANY (claimed) AND o.activity_id IS NOT NULL) d
     WHERE pg_try_advisory_xact_lock(hashtextextended(d.activity_id::text, 7031));
-    SELECT array_agg(d.channel_id), array_agg(d.platform) INTO locked_chain_ids, locked_chain_platforms
-    FROM (SELECT DISTINCT o.channel_id, o.platform FROM delivery_outbox o
-          WHERE o.id = ANY (claimed) AND o.kind = 'channel') d
-    WHERE pg_try_advisory_xact_lock(hashtextextended(d.channel_id::text || ':' || d.platform, 7032));
-    SELECT array_agg(d.token) INTO locked_widgets
-    FROM (SELECT DISTINCT o.device_token AS token FROM delivery_outbox o
-          WHERE o.id = ANY (claimed) AND o.kind = 'widget') d
-    WHERE pg_try_advisory_xact_lock(hashtextextended(d.token, 7033));
+    -- (Chains and widget tokens only when the claim holds such rows: a statement less each for the common batch.)
+    IF chains THEN
+        SELECT array_agg(d.channel_id), array_agg(d.platform) INTO locked_chain_ids, locked_chain_platforms
+        FROM (SELECT DISTINCT o.channel_id, o.platform FROM delivery_outbox o
+              WHERE o.id = ANY (claimed) AND o.kind = 'channel') d
+        WHERE pg_try_advisory_xact_lock(hashtextextended(d.channel_id::text || ':' || d.platform, 7032));
+    END IF;
+    IF widgets THEN
+        SELECT array_agg(d.token) INTO locked_widgets
+        FROM (SELECT DISTINCT o.device_token AS token FROM delivery_outbox o
+              WHERE o.id = ANY (claimed) AND o.kind = 'widget') d
+        WHERE pg_try_advisory_xact_lock(hashtextextended(d.token, 7033));
+    END IF;
     RETURN QUERY
     SELECT c.id, c.kind, c.platform, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token,
            c.bundle_id, c.apns_env, c.payload::text, c.priority::int4, c.apns_id, c.request_id,
@@ -128,7 +135,14 @@ BEGIN
                    'relevance_score', ch.relevance_score,
                    'last_timestamp', cs.last_timestamp, 'last_payload', cs.last_payload)::text
            END,
-           a.id IS NOT NULL AND liverelay_is_foreground(a.device_uuid, a.secret_hash, a.session_id),
+           -- Foreground (sql/025_foreground.sql's liverelay_is_foreground, written out to stay in this plan).
+           a.id IS NOT NULL
+           AND (EXISTS (SELECT 1 FROM stream_presence p JOIN relay_instance r ON r.id = p.relay_id
+                        WHERE p.device_uuid = a.device_uuid
+                          AND r.heartbeat_at > statement_timestamp() - liverelay_presence_window())
+                OR EXISTS (SELECT 1 FROM stream_presence p JOIN relay_instance r ON r.id = p.relay_id
+                           WHERE p.secret_hash = a.secret_hash AND p.session_id = a.session_id
+                             AND r.heartbeat_at > statement_timestamp() - liverelay_presence_window())),
            lw.token IS NOT NULL AND EXISTS (SELECT 1 FROM device_registration d WHERE d.widget_push_token = lw.token),
            extract(epoch FROM clock_timestamp() - w.last_sent_at)::float8
     FROM delivery_outbox c
