@@ -701,7 +701,7 @@ def main():
             if stack.relay is None:
                 stack.start_relay()
             results["B10"] = bench_b10(stack, ADMIN_TOKEN, register, rate=args.b1_rate,
-                                       seconds=max(2, args.b1_seconds // 3))
+                                       seconds=max(2, args.b1_seconds // 2))
         if "B3" in only:
             stack.stop_relay()
             stack.start_relay()

@@ -72,7 +72,7 @@ def rounds_of_updates(stack, prefix, tokens, rounds, first):
     return counts
 
 
-def bench_b10(stack, admin_token, register, activities=1000, rounds=10, rate=200, seconds=10, pairs=2):
+def bench_b10(stack, admin_token, register, activities=1000, rounds=10, rate=200, seconds=10, pairs=3):
     prefix = "b10-"
     stack.sql(f"""
         INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, content_state,
@@ -91,20 +91,23 @@ def bench_b10(stack, admin_token, register, activities=1000, rounds=10, rate=200
     time.sleep(1)
     without = rounds_of_updates(stack, prefix, tokens, rounds, rounds + 1)
 
-    # B1's writes with the apps open and closed, alternated (open first, then closed, `pairs` times); each segment
-    # writes activities of its own (a state written twice is not sent twice).
+    # B1's writes with the apps open and closed, alternated open-closed-closed-open (neither state always first,
+    # right after B10's rounds); each segment writes activities of its own (a state written twice is not sent twice).
     secret_hash = stack.sql("SELECT encode(sha256('bench'), 'hex')")[0][0]
     latency = {"open": [], "closed": []}
+    segments = []
     for pair in range(pairs):
-        for state in ("open", "closed"):
+        for state in (("open", "closed"), ("closed", "open"))[pair % 2]:
             segment = f"b10{state[0]}{pair}-"
             sessions = register(stack, segment, rate * seconds)
             streams = open_streams(stack, admin_token, open_devices) if state == "open" else []
-            time.sleep(1)
+            time.sleep(2)
             before = len(stack.log_lines())
             commits, _ = timed_writes(stack.url, rate, seconds, sessions, secret_hash, segment)
             lines = stack.wait_for_log(before + len(commits), 30)[before:]
-            latency[state] += [(received - commits[token]) * 1000 for received, token in lines if token in commits]
+            measured = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
+            latency[state] += measured
+            segments.append((state, percentile(measured, 50), percentile(measured, 99)))
             for stream in streams:
                 stream.close()
     p10_with, p10_without = with_feature.get("10", 0), without.get("10", 0)
@@ -113,7 +116,7 @@ def bench_b10(stack, admin_token, register, activities=1000, rounds=10, rate=200
               "priority10_saved": 1 - p10_with / max(p10_without, 1),
               "b1_open": {p: percentile(latency["open"], p) for p in (50, 90, 99)},
               "b1_closed": {p: percentile(latency["closed"], p) for p in (50, 90, 99)},
-              "b1_writes": {k: len(v) for k, v in latency.items()}}
+              "b1_writes": {k: len(v) for k, v in latency.items()}, "b1_segments": segments}
     result["b1_ratio"] = {p: result["b1_open"][p] / result["b1_closed"][p] for p in (50, 99)}
     return result
 
@@ -131,5 +134,6 @@ def summarize(results, summary, slim):
     summary["B10 B1"] = (f"B1's writes with {b10['open_apps']} apps open p50/p99 {opened[50]:.3f}/{opened[99]:.3f} ms, "
                          f"all closed {closed[50]:.3f}/{closed[99]:.3f} ms: {ratio[50]:.2f}×/{ratio[99]:.2f}× "
                          f"(target within 5%: {verdict}; {b10['b1_writes']['open']} and "
-                         f"{b10['b1_writes']['closed']} writes)")
+                         f"{b10['b1_writes']['closed']} writes; segments p50 "
+                         + ", ".join(f"{state} {p50:.3f}" for state, p50, _ in b10["b1_segments"]) + ")")
     slim["B10"] = {k: v for k, v in b10.items()}

@@ -7,18 +7,20 @@ CREATE OR REPLACE FUNCTION liverelay_presence_window() RETURNS interval
 LANGUAGE sql IMMUTABLE AS $$ SELECT interval '20 seconds' $$;
 
 -- Whether an activity is foreground: a live relay holds a stream of its device (authorised by that device's token)
--- or of its session (authorised by its pairing secret). PL/pgSQL so that a session plans its statement once: a SQL
--- function whose body holds a subquery is never inlined, and would be planned again at every call (for every row of
--- a listing). The claim writes the same test inline (sql/040_delivery.sql), inside its own kept plan.
+-- or of its session (authorised by its pairing secret). The live relays are read first and the streams probed by
+-- device or session only: a plan made while the tables were empty could otherwise walk a relay's every stream for
+-- each activity. PL/pgSQL so that a session plans its statements once (a SQL function with a subquery is never
+-- inlined, and would be planned again at every call). The claim writes the same test inline (sql/040_delivery.sql).
 CREATE OR REPLACE FUNCTION liverelay_is_foreground(p_device uuid, p_secret_hash text, p_session text)
 RETURNS boolean LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    live uuid[];
 BEGIN
-    RETURN EXISTS (SELECT 1 FROM stream_presence p JOIN relay_instance r ON r.id = p.relay_id
-                   WHERE p.device_uuid = p_device
-                     AND r.heartbeat_at > statement_timestamp() - liverelay_presence_window())
-        OR EXISTS (SELECT 1 FROM stream_presence p JOIN relay_instance r ON r.id = p.relay_id
-                   WHERE p.secret_hash = p_secret_hash AND p.session_id = p_session
-                     AND r.heartbeat_at > statement_timestamp() - liverelay_presence_window());
+    SELECT coalesce(array_agg(r.id), '{}') INTO live FROM relay_instance r
+    WHERE r.heartbeat_at > statement_timestamp() - liverelay_presence_window();
+    RETURN EXISTS (SELECT 1 FROM stream_presence p WHERE p.device_uuid = p_device AND p.relay_id = ANY (live))
+        OR EXISTS (SELECT 1 FROM stream_presence p
+                   WHERE p.secret_hash = p_secret_hash AND p.session_id = p_session AND p.relay_id = ANY (live));
 END $$;
 
 -- Activities whose updates were skipped while foreground and that are foreground no more: their latest state is

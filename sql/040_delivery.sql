@@ -71,12 +71,16 @@ DECLARE
     locked_widgets text[];
     chains boolean;
     widgets boolean;
+    live_relays uuid[];
 BEGIN
     IF ids IS NULL THEN
         -- Walking delivery_outbox_due in order up to the limit, never reading every due row and sorting them
         -- (restored for the statements after it, and by the function's SET on return).
         PERFORM set_config('enable_sort', 'off', true), set_config('enable_bitmapscan', 'off', true);
-        SELECT array_agg(c.id), bool_or(c.kind = 'channel'), bool_or(c.kind = 'widget') INTO claimed, chains, widgets
+        SELECT array_agg(c.id), bool_or(c.kind = 'channel'), bool_or(c.kind = 'widget'),
+               (SELECT coalesce(array_agg(r.id), '{}') FROM relay_instance r
+                WHERE r.heartbeat_at > statement_timestamp() - liverelay_presence_window())
+        INTO claimed, chains, widgets, live_relays
         FROM (SELECT o.id, o.kind FROM delivery_outbox o
               WHERE o.next_attempt_at <= statement_timestamp()
               ORDER BY o.next_attempt_at, o.id
@@ -84,7 +88,10 @@ BEGIN
               FOR UPDATE SKIP LOCKED) c;
         PERFORM set_config('enable_sort', 'on', true), set_config('enable_bitmapscan', 'on', true);
     ELSE
-        SELECT array_agg(c.id), bool_or(c.kind = 'channel'), bool_or(c.kind = 'widget') INTO claimed, chains, widgets
+        SELECT array_agg(c.id), bool_or(c.kind = 'channel'), bool_or(c.kind = 'widget'),
+               (SELECT coalesce(array_agg(r.id), '{}') FROM relay_instance r
+                WHERE r.heartbeat_at > statement_timestamp() - liverelay_presence_window())
+        INTO claimed, chains, widgets, live_relays
         FROM (SELECT o.id, o.kind FROM delivery_outbox o
               WHERE o.id = ANY (ids) AND o.next_attempt_at <= statement_timestamp()
               FOR UPDATE SKIP LOCKED) c;
@@ -135,14 +142,14 @@ BEGIN
                    'relevance_score', ch.relevance_score,
                    'last_timestamp', cs.last_timestamp, 'last_payload', cs.last_payload)::text
            END,
-           -- Foreground (sql/025_foreground.sql's liverelay_is_foreground, written out to stay in this plan).
+           -- Foreground (sql/025_foreground.sql): a stream of its device or session on a live relay, probed by the
+           -- device or the session (the live relays were read once, with the claim's first statement).
            a.id IS NOT NULL
-           AND (EXISTS (SELECT 1 FROM stream_presence p JOIN relay_instance r ON r.id = p.relay_id
-                        WHERE p.device_uuid = a.device_uuid
-                          AND r.heartbeat_at > statement_timestamp() - liverelay_presence_window())
-                OR EXISTS (SELECT 1 FROM stream_presence p JOIN relay_instance r ON r.id = p.relay_id
+           AND (EXISTS (SELECT 1 FROM stream_presence p
+                        WHERE p.device_uuid = a.device_uuid AND p.relay_id = ANY (live_relays))
+                OR EXISTS (SELECT 1 FROM stream_presence p
                            WHERE p.secret_hash = a.secret_hash AND p.session_id = a.session_id
-                             AND r.heartbeat_at > statement_timestamp() - liverelay_presence_window())),
+                             AND p.relay_id = ANY (live_relays))),
            lw.token IS NOT NULL AND EXISTS (SELECT 1 FROM device_registration d WHERE d.widget_push_token = lw.token),
            extract(epoch FROM clock_timestamp() - w.last_sent_at)::float8
     FROM delivery_outbox c
