@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import urllib.request
 
 import psycopg
@@ -775,7 +776,9 @@ def main():
             try:
                 result = SCENARIOS[name](suite, args.quick)
             except Exception as error:  # a scenario that could not run is a failure, with the reason
-                result = {"pass": False, "summary": f"could not run: {error!r}"}
+                where = " < ".join(f"{frame.name}:{frame.lineno}"
+                                   for frame in reversed(traceback.extract_tb(error.__traceback__)))
+                result = {"pass": False, "summary": f"could not run: {error!r} at {where}"}
             result["seconds"] = time.time() - started
             results[name] = result
             mark = "pass" if result["pass"] else "FAIL"

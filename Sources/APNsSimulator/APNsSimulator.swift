@@ -102,11 +102,16 @@ public final class APNsSimulator: Sendable {
         ) { channel in await onReady?(channel.localAddress?.port ?? port) }
     }
 
-    /// Accepted pushes with a sequence above `since`.
+    /// Accepted pushes with a sequence above `since`. Pushes and broadcasts share the sequence, so a push's place in
+    /// the list is searched for (the list is in sequence order), never computed from its number.
     public func pushes(since: Int = 0) -> [RecordedPush] {
         state.withLock { state in
-            guard let first = state.pushes.first, since >= first.sequence else { return state.pushes }
-            return Array(state.pushes[(since - first.sequence + 1)...])
+            var low = 0, high = state.pushes.count
+            while low < high {
+                let middle = (low + high) / 2
+                if state.pushes[middle].sequence <= since { low = middle + 1 } else { high = middle }
+            }
+            return Array(state.pushes[low...])
         }
     }
 

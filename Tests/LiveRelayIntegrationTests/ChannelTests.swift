@@ -33,6 +33,15 @@ struct ChannelTests {
                     FROM delivery_log WHERE channel = 'match-1' ORDER BY id
                     """, as: String.self)
                 #expect(log == ["create sent apns-broadcast 201", "update sent apns-broadcast 200"])
+
+                // Pushes and broadcasts share the simulator's sequence: reading pushes after one still finds the
+                // pushes that follow it (a reader that numbered them by position skipped them, or crashed).
+                let token = try await h.registerActivity(session: "after-broadcast")
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 'after-broadcast'"#)
+                try await h.waitForPushes { $0.contains { $0.token == token } }
+                #expect(h.simulator.pushes(since: broadcast.sequence).map(\.token) == [token])
+                #expect(h.simulator.pushes(since: broadcast.sequence + 100).isEmpty)
             }
         }
     }
