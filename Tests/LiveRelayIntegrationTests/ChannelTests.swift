@@ -37,8 +37,9 @@ struct ChannelTests {
                 // Pushes and broadcasts share the simulator's sequence: reading pushes after one still finds the
                 // pushes that follow it (a reader that numbered them by position skipped them, or crashed).
                 let token = try await h.registerActivity(session: "after-broadcast")
-                try await h.sql(
-                    #"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 'after-broadcast'"#)
+                try await h.sql("""
+                    UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 'after-broadcast'
+                    """)
                 try await h.waitForPushes { $0.contains { $0.token == token } }
                 #expect(h.simulator.pushes(since: broadcast.sequence).map(\.token) == [token])
                 #expect(h.simulator.pushes(since: broadcast.sequence + 100).isEmpty)
