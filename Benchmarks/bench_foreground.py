@@ -12,14 +12,8 @@ import socket
 import time
 import urllib.request
 
+from bench_channels import percentile
 from bench_peer import timed_writes
-
-
-def percentile(values, p):
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 def priorities_since(stack, offset):
@@ -36,22 +30,33 @@ def priorities_since(stack, offset):
     return out, offset + len(complete)
 
 
-def open_streams(stack, admin_token, devices):
+def open_streams(port, admin_token, devices):
+    """An app's stream per device, as the app opens it: a device token minted by the admin, then `GET /v1/stream` of
+    its `device:` channel on a connection of its own, kept open (the caller closes the sockets)."""
     streams = []
     for device in devices:
-        request = urllib.request.Request(f"http://127.0.0.1:{stack.http_port}/v1/devices/{device}/token",
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/devices/{device}/token",
                                          data=b"{}", method="POST",
                                          headers={"Authorization": f"Bearer {admin_token}",
                                                   "Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=10) as reply:
             token = json.loads(reply.read())["token"]
-        connection = socket.create_connection(("127.0.0.1", stack.http_port), timeout=10)
+        connection = socket.create_connection(("127.0.0.1", port), timeout=10)
         connection.sendall((f"GET /v1/stream?channel=device:{device} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                             f"Authorization: Bearer {token}\r\n\r\n").encode())
         if b" 200 " not in connection.recv(4096).split(b"\r\n", 1)[0]:
-            raise SystemExit("B10: a stream was refused")
+            raise RuntimeError("a stream was refused")
         streams.append(connection)
     return streams
+
+
+def wait_for_presence(stack, streams, timeout=30):
+    """Until the relay has written (or removed) the open apps' presence: `streams` rows of stream_presence."""
+    deadline = time.time() + timeout
+    while stack.sql("SELECT count(*) FROM stream_presence")[0][0] != streams:
+        if time.time() > deadline:
+            raise RuntimeError(f"B10: presence did not reach {streams} streams")
+        time.sleep(0.05)
 
 
 def rounds_of_updates(stack, prefix, tokens, rounds, first):
@@ -84,11 +89,11 @@ def bench_b10(stack, admin_token, register, activities=1000, rounds=10, rate=200
                      f"WHERE session_id LIKE '{prefix}%%' ORDER BY session_id")
     tokens = {token for token, _ in rows}
     open_devices = [device for _, device in rows[: activities // 2]]
-    streams = open_streams(stack, admin_token, open_devices)
+    streams = open_streams(stack.http_port, admin_token, open_devices)
     with_feature = rounds_of_updates(stack, prefix, tokens, rounds, 1)
     for stream in streams:
         stream.close()
-    time.sleep(1)
+    wait_for_presence(stack, 0)
     without = rounds_of_updates(stack, prefix, tokens, rounds, rounds + 1)
 
     # B1's writes with the apps open and closed, alternated open-closed-closed-open (neither state always first,
@@ -100,8 +105,8 @@ def bench_b10(stack, admin_token, register, activities=1000, rounds=10, rate=200
         for state in (("open", "closed"), ("closed", "open"))[pair % 2]:
             segment = f"b10{state[0]}{pair}-"
             sessions = register(stack, segment, rate * seconds)
-            streams = open_streams(stack, admin_token, open_devices) if state == "open" else []
-            time.sleep(2)
+            streams = open_streams(stack.http_port, admin_token, open_devices) if state == "open" else []
+            wait_for_presence(stack, len(streams))
             before = len(stack.log_lines())
             commits, _ = timed_writes(stack.url, rate, seconds, sessions, secret_hash, segment)
             lines = stack.wait_for_log(before + len(commits), 30)[before:]

@@ -2,20 +2,9 @@
 second relay shares the database. While the streams are open every update reaches APNs at priority 5, whichever
 relay sends it. The stream-holding relay is SIGKILLed: within 30 s the other relay's pushes are back at priority 10
 (its presence expired), and every activity's last state still reaches APNs."""
-import json
-import socket
 import time
-import urllib.request
 
-
-def open_stream(port, device, token):
-    connection = socket.create_connection(("127.0.0.1", port), timeout=10)
-    connection.sendall((f"GET /v1/stream?channel=device:{device} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                        f"Authorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n").encode())
-    head = connection.recv(4096)
-    if b" 200 " not in head.split(b"\r\n", 1)[0]:
-        raise RuntimeError(f"stream refused: {head[:200]!r}")
-    return connection
+from bench_foreground import open_streams
 
 
 def scenario_foreground(suite, quick, relay_class, admin_token):
@@ -26,14 +15,7 @@ def scenario_foreground(suite, quick, relay_class, admin_token):
     devices = dict(suite.query(database, "SELECT activity_token, device_uuid::text FROM activity_registration"))
     holder = relay_class(suite, database, name="relay-holding-streams")
     sender = relay_class(suite, database, name="relay-sending")
-    streams = []
-    for device in devices.values():
-        request = urllib.request.Request(f"http://127.0.0.1:{holder.port}/v1/devices/{device}/token", data=b"{}",
-                                         method="POST", headers={"Authorization": f"Bearer {admin_token}",
-                                                                 "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=10) as reply:
-            token = json.loads(reply.read())["token"]
-        streams.append(open_stream(holder.port, device, token))
+    streams = open_streams(holder.port, admin_token, list(devices.values()))
     # Only pushes from here on (the simulator keeps every scenario's; asking for all of them is a large answer).
     suite.new_pushes()
     seen = [suite.sim_seen]

@@ -51,33 +51,25 @@ BEGIN
     RETURN queued;
 END $$;
 
--- A relay's heartbeat: keeps its streams counting. Returns true when its row had to be created (first beat, or
--- another relay's sweep removed it after a pause longer than the window): the relay then enters all its streams
--- again.
-CREATE OR REPLACE FUNCTION liverelay_presence_heartbeat(relay uuid) RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-    created boolean;
-BEGIN
-    INSERT INTO relay_instance AS r (id) VALUES (relay)
-    ON CONFLICT (id) DO UPDATE SET heartbeat_at = statement_timestamp()
-    RETURNING (r.xmax = 0) INTO created;
-    RETURN created;
-END $$;
-
--- Streams a relay opened and closed since its last call, in one round trip: the device streams entered (parallel
--- arrays: one element per stream and device channel), the session streams entered (one per stream and session
--- channel), the streams left. `replace_all`: the entered streams are all the relay holds (its earlier rows go).
--- Closing may leave activities behind a skip: they are caught up. Returns true when the relay's row was created.
+-- A relay's beat, in one round trip: its heartbeat (which keeps its streams counting), the streams it opened and
+-- closed since its last call -- the device streams entered (parallel arrays: one element per stream and device
+-- channel), the session streams entered (one per stream and session channel), the streams left -- and, with `sweep`,
+-- the removal of relays whose heartbeat stopped (their streams go with them). `replace_all`: the entered streams are
+-- all the relay holds (its earlier rows go). What stops counting may leave activities behind a skip: they are caught
+-- up. Returns true when the relay's row had to be created (first beat, or another relay swept it after a pause longer
+-- than the window): the relay then enters all its streams again.
 CREATE OR REPLACE FUNCTION liverelay_presence_update(
     relay uuid, device_streams bigint[], devices uuid[], session_streams bigint[], secret_hashes text[],
-    sessions text[], left_streams bigint[], replace_all boolean
+    sessions text[], left_streams bigint[], replace_all boolean, sweep boolean
 ) RETURNS boolean
 LANGUAGE plpgsql AS $$
 DECLARE
     created boolean;
+    swept integer := 0;
 BEGIN
-    created := liverelay_presence_heartbeat(relay);
+    INSERT INTO relay_instance AS r (id) VALUES (relay)
+    ON CONFLICT (id) DO UPDATE SET heartbeat_at = statement_timestamp()
+    RETURNING (r.xmax = 0) INTO created;
     IF replace_all THEN
         DELETE FROM stream_presence WHERE relay_id = relay;
     ELSIF cardinality(left_streams) > 0 THEN
@@ -88,23 +80,13 @@ BEGIN
     INSERT INTO stream_presence (relay_id, stream_id, secret_hash, session_id)
     SELECT relay, e.stream, e.secret_hash, e.session
     FROM unnest(session_streams, secret_hashes, sessions) AS e(stream, secret_hash, session);
-    IF cardinality(left_streams) > 0 OR replace_all THEN
+    IF sweep THEN
+        DELETE FROM relay_instance WHERE heartbeat_at < statement_timestamp() - liverelay_presence_window();
+    END IF;
+    IF sweep OR replace_all OR cardinality(left_streams) > 0 THEN
         PERFORM liverelay_catch_up_foreground();
     END IF;
     RETURN created;
-END $$;
-
--- Any relay, every few seconds: relays whose heartbeat stopped are removed with their streams, and the activities
--- that leaves behind a skip are caught up.
-CREATE OR REPLACE FUNCTION liverelay_sweep_presence() RETURNS integer
-LANGUAGE plpgsql AS $$
-DECLARE
-    removed integer;
-BEGIN
-    DELETE FROM relay_instance WHERE heartbeat_at < statement_timestamp() - liverelay_presence_window();
-    GET DIAGNOSTICS removed = ROW_COUNT;
-    PERFORM liverelay_catch_up_foreground();
-    RETURN removed;
 END $$;
 
 -- A relay that stops: its streams stop counting at once.

@@ -1,16 +1,11 @@
 -- WidgetKit push (docs/widgets.md): the widget reloads a write queues, and what the relay records of them.
 
--- The reload window (LIVERELAY_WIDGET_MIN_INTERVAL, published by the relay when it starts; 60 s on a database no
--- relay has started on).
-CREATE OR REPLACE FUNCTION liverelay_widget_interval() RETURNS interval
-LANGUAGE sql STABLE AS $$
-    SELECT coalesce((SELECT value::double precision FROM relay_setting WHERE name = 'widget_min_interval_seconds'),
-                    60) * interval '1 second'
-$$;
-
 -- A reload of the widgets of every device row of these devices that has a widget token: one `widget` row per token,
 -- due at once, or at the end of the window its last reload opened (the rows of one token coalesce when sent).
 -- Called by the triggers of the writes that change what a device shows; returns the queued rows (NULL: none).
+-- The window is LIVERELAY_WIDGET_MIN_INTERVAL, published by the relay when it starts (60 s on a database no relay has
+-- started on), joined here rather than read by a SQL function: one with a subquery is never inlined, and would be
+-- planned again for every row.
 CREATE OR REPLACE FUNCTION liverelay_queue_widget_reloads(devices uuid[]) RETURNS bigint[]
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -24,9 +19,10 @@ BEGIN
                                      priority, request_id, next_attempt_at)
         SELECT 'widget', 'reload', d.widget_push_token, d.bundle_id, d.apns_env, 'ios',
                '{"aps":{"content-changed":true}}'::jsonb, 10, liverelay_request_id(),
-               greatest(now(), w.last_sent_at + liverelay_widget_interval())
+               greatest(now(), w.last_sent_at + coalesce(st.value::double precision, 60) * interval '1 second')
         FROM device_registration d
         LEFT JOIN widget_delivery_state w ON w.widget_token = d.widget_push_token
+        LEFT JOIN relay_setting st ON st.name = 'widget_min_interval_seconds'
         WHERE d.device_uuid = ANY (devices) AND d.widget_push_token IS NOT NULL AND d.platform = 'ios'
         ORDER BY d.id
         RETURNING id
@@ -35,11 +31,18 @@ BEGIN
     RETURN queued;
 END $$;
 
--- A batch's widget outcomes: the tokens that got a reload (their window starts now) and the tokens APNs declared dead
--- (set to NULL; the device row stays).
-CREATE OR REPLACE FUNCTION liverelay_record_widgets(sent_tokens text[], dead_tokens text[]) RETURNS void
+-- A batch's widget outcomes: the tokens that got a reload (their window starts now), the tokens APNs declared dead
+-- (set to NULL; the device row stays), and the rows put off to the end of their token's window (due then; not an
+-- attempt, so no retry is spent and no error shown).
+CREATE OR REPLACE FUNCTION liverelay_record_widgets(sent_tokens text[], dead_tokens text[], deferred_ids bigint[],
+                                                    deferred_delays_ms bigint[]) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
+    IF cardinality(deferred_ids) > 0 THEN
+        UPDATE delivery_outbox o SET next_attempt_at = statement_timestamp() + d.delay_ms * interval '1 millisecond'
+        FROM unnest(deferred_ids, deferred_delays_ms) AS d(id, delay_ms)
+        WHERE o.id = d.id;
+    END IF;
     IF cardinality(sent_tokens) > 0 THEN
         INSERT INTO widget_delivery_state (widget_token, last_sent_at)
         SELECT DISTINCT t, statement_timestamp() FROM unnest(sent_tokens) AS t

@@ -200,10 +200,9 @@ public final class DeliveryWorker: Service, Sendable {
             }
             outcome.logs.append(entry)
         }
-        // A widget token inside its reload window: its rows wait for the window's end (no request, no log row).
-        outcome.retries += plan.deferred.map {
-            .init(rowID: $0.row.id, delaySeconds: $0.delaySeconds, error: "waiting for the widget reload window")
-        }
+        // A widget token inside its reload window: its rows wait for the window's end (no request, no log row, and
+        // not an attempt).
+        outcome.deferredWidgetRows = plan.deferred.map { .init(rowID: $0.row.id, delaySeconds: $0.delaySeconds) }
         let results = await deliver(plan.pushes)
         let sent = clock.now
         for (push, result) in zip(plan.pushes, results) {

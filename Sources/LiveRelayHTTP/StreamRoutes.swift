@@ -89,7 +89,7 @@ public struct StreamRoutes: Sendable {
             // On a kept-alive connection, a client that goes is noticed when its connection closes, not at the next
             // write (up to a heartbeat later): its app is no longer open.
             if presenceID != nil {
-                _ = ConnectionCloseRegistry.onClose(of: requestHeaders) { unsubscribe(false) }
+                ConnectionCloseRegistry.onClose(of: requestHeaders) { unsubscribe(false) }
             }
             let stream = subscriber.forward()
             // The server waits for every response to end before it stops, so on graceful shutdown an open stream

@@ -11,23 +11,27 @@ public enum ConnectionCloseRegistry {
     /// The header carrying the tag. A client's own header of that name is removed before the tag is set.
     public static let header = HTTPField.Name("X-LiveRelay-Connection")!
 
-    private static let closes = NIOLockedValueBox([UInt64: EventLoopFuture<Void>]())
-    private static let counter = NIOLockedValueBox(UInt64(0))
+    /// Open connections' close futures by number, and the last number given.
+    private static let connections = NIOLockedValueBox((closes: [UInt64: EventLoopFuture<Void>](), last: UInt64(0)))
 
     static func register(_ channel: any Channel) -> UInt64 {
-        let id = counter.withLockedValue { value in
-            value += 1
-            return value
+        let id = connections.withLockedValue { connections in
+            connections.last += 1
+            connections.closes[connections.last] = channel.closeFuture
+            return connections.last
         }
-        closes.withLockedValue { $0[id] = channel.closeFuture }
-        channel.closeFuture.whenComplete { _ in _ = closes.withLockedValue { $0.removeValue(forKey: id) } }
+        channel.closeFuture.whenComplete { _ in
+            _ = connections.withLockedValue { $0.closes.removeValue(forKey: id) }
+        }
         return id
     }
 
-    /// Calls `body` once the connection the request came on closes (at once if it has).
+    /// Calls `body` once the connection the request came on closes (at once if it has); false when the request did
+    /// not come on a tagged connection that is still open.
+    @discardableResult
     public static func onClose(of headers: HTTPFields, _ body: @escaping @Sendable () -> Void) -> Bool {
         guard let tag = headers[header], let id = UInt64(tag),
-              let close = closes.withLockedValue({ $0[id] }) else { return false }
+              let close = connections.withLockedValue({ $0.closes[id] }) else { return false }
         close.whenComplete { _ in body() }
         return true
     }

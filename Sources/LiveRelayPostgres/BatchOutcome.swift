@@ -52,6 +52,22 @@ public struct BatchOutcome: Sendable {
     /// Widget tokens reloaded (their window starts) and widget tokens APNs declared dead (set to NULL).
     public var widgetReloads: [String] = []
     public var deadWidgetTokens: [String] = []
+    /// Widget rows put off to the end of their token's window.
+    public var deferredWidgetRows: [Deferral] = []
+
+    public struct Deferral: Sendable, Equatable {
+        public var rowID: Int64
+        public var delaySeconds: Double
+        public init(rowID: Int64, delaySeconds: Double) {
+            self.rowID = rowID
+            self.delaySeconds = delaySeconds
+        }
+    }
+
+    /// The batch has something for `liverelay_record_widgets`.
+    public var hasWidgetOutcomes: Bool {
+        !widgetReloads.isEmpty || !deadWidgetTokens.isEmpty || !deferredWidgetRows.isEmpty
+    }
 
     public struct CreatedChannel: Sendable, Equatable {
         public var channelID: UUID

@@ -121,9 +121,11 @@ public struct OutboxStore: Sendable {
                     \(outcome.deadDeviceTokens)::text[], \(outcome.deadStartTokens)::text[])
                 """, logger: logger)
         }
-        if !outcome.widgetReloads.isEmpty || !outcome.deadWidgetTokens.isEmpty {
+        if outcome.hasWidgetOutcomes {
+            let deferred = outcome.deferredWidgetRows
             try await connection.query("""
-                SELECT liverelay_record_widgets(\(outcome.widgetReloads)::text[], \(outcome.deadWidgetTokens)::text[])
+                SELECT liverelay_record_widgets(\(outcome.widgetReloads)::text[], \(outcome.deadWidgetTokens)::text[],
+                    \(deferred.map(\.rowID))::int8[], \(deferred.map { Int64($0.delaySeconds * 1000) })::int8[])
                 """, logger: logger)
         }
         if !outcome.environmentChanges.isEmpty {

@@ -78,9 +78,9 @@ public struct RelayServer: Sendable {
         let channels = RelaySettings.ChannelDefaults(
             bundleID: configuration.defaultBundleID, fcmEnabled: configuration.fcm != nil)
         return try await connector.withConnection(logger: logger) { connection in
-            try await RelaySettings.publishUpdateBudget(budget, on: connection, logger: logger)
+            try await RelaySettings.publishDeliverySettings(
+                priority10PerHour: budget, widgetIntervalSeconds: widgetInterval, on: connection, logger: logger)
             try await RelaySettings.publishChannelDefaults(channels, on: connection, logger: logger)
-            try await RelaySettings.publishWidgetInterval(widgetInterval, on: connection, logger: logger)
             if let configured { return configured }
             return try await RelaySettings.tokenSecret(candidate: randomHex(bytes: 32), on: connection, logger: logger)
         }

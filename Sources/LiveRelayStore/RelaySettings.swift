@@ -4,23 +4,16 @@ import PostgresNIO
 
 /// The relay's rows in `relay_setting`, written at start-up on a connection of its own (before the pool runs).
 public enum RelaySettings {
-    /// Publishes the update budget and its warning level where the views read them (`liverelay_priority10_limit`,
-    /// `liverelay_priority10_warning`).
-    public static func publishUpdateBudget(_ perHour: Int, on connection: PostgresConnection,
-                                           logger: Logger) async throws {
+    /// Publishes, in one statement, the update budget and its warning level where the views read them
+    /// (`liverelay_priority10_limit`, `liverelay_priority10_warning`) and the widget reload window where the triggers
+    /// that queue reloads read it (sql/027_widgets.sql).
+    public static func publishDeliverySettings(priority10PerHour perHour: Int, widgetIntervalSeconds seconds: Double,
+                                               on connection: PostgresConnection, logger: Logger) async throws {
         let warning = String(UpdateBudget.warningAt)
         try await connection.query("""
             INSERT INTO relay_setting (name, value)
-            VALUES ('priority10_per_hour', \(String(perHour))), ('priority10_warning', \(warning))
-            ON CONFLICT (name) DO UPDATE SET value = excluded.value
-            """, logger: logger)
-    }
-
-    /// Publishes the widget reload window where the triggers that queue reloads read it (sql/027_widgets.sql).
-    public static func publishWidgetInterval(_ seconds: Double, on connection: PostgresConnection,
-                                             logger: Logger) async throws {
-        try await connection.query("""
-            INSERT INTO relay_setting (name, value) VALUES ('widget_min_interval_seconds', \(String(seconds)))
+            VALUES ('priority10_per_hour', \(String(perHour))), ('priority10_warning', \(warning)),
+                   ('widget_min_interval_seconds', \(String(seconds)))
             ON CONFLICT (name) DO UPDATE SET value = excluded.value
             """, logger: logger)
     }

@@ -19,16 +19,16 @@ struct PresenceBook {
     /// One statement to run: `entered` streams with their keys, `left` streams, and whether `entered` is everything
     /// this relay holds (its earlier rows are replaced).
     struct Write: Equatable {
-        var entered: [(stream: Int64, key: PresenceKey)]
+        struct Entry: Equatable {
+            var stream: Int64
+            var key: PresenceKey
+        }
+
+        var entered: [Entry]
         var left: [Int64]
         var replaceAll: Bool
         /// The streams whose `enter` waits for this write.
         var resumes: [Int64]
-
-        static func == (lhs: Write, rhs: Write) -> Bool {
-            lhs.entered.map(\.stream) == rhs.entered.map(\.stream) && lhs.entered.map(\.key) == rhs.entered.map(\.key)
-                && lhs.left == rhs.left && lhs.replaceAll == rhs.replaceAll && lhs.resumes == rhs.resumes
-        }
     }
 
     private(set) var streams: [Int64: [PresenceKey]] = [:]
@@ -78,17 +78,20 @@ struct PresenceBook {
         let write: Write
         if replaceAll {
             let all = streams.keys.sorted()
-            write = Write(entered: all.flatMap { id in streams[id]!.map { (id, $0) } }, left: [], replaceAll: true,
-                          resumes: unwrittenEntries)
+            write = Write(entered: entries(all), left: [], replaceAll: true, resumes: unwrittenEntries)
         } else {
-            write = Write(entered: unwrittenEntries.flatMap { id in streams[id]!.map { (id, $0) } },
-                          left: unwrittenLeaves, replaceAll: false, resumes: unwrittenEntries)
+            write = Write(entered: entries(unwrittenEntries), left: unwrittenLeaves, replaceAll: false,
+                          resumes: unwrittenEntries)
         }
         inFlight = Set(write.resumes)
         unwrittenEntries = []
         unwrittenLeaves = []
         replaceAll = false
         return write
+    }
+
+    private func entries(_ ids: [Int64]) -> [Write.Entry] {
+        ids.flatMap { id in streams[id]!.map { Write.Entry(stream: id, key: $0) } }
     }
 
     /// The write succeeded; `created`: the database had no row for this relay (it had been swept), so what it held

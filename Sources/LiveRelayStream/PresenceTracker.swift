@@ -42,11 +42,8 @@ public final class PresenceTracker: Service, Sendable {
         guard !keys.isEmpty else { return nil }
         let id = state.withLock { $0.book.enter(keys) }
         doorbell.ring()
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.waitUntilWritten(id) }
-            group.addTask { try? await Task.sleep(for: self.entryWait) }
-            await group.next()
-            group.cancelAll()
+        _ = try? await withDeadline(entryWait, what: "writing a stream's presence") {
+            await self.waitUntilWritten(id)
         }
         return id
     }
@@ -138,13 +135,13 @@ public final class PresenceTracker: Service, Sendable {
     private func run(_ write: PresenceBook.Write, sweep: Bool, on connection: PostgresConnection) async throws -> Bool {
         var deviceStreams: [Int64] = [], devices: [UUID] = []
         var sessionStreams: [Int64] = [], hashes: [String] = [], sessions: [String] = []
-        for (stream, key) in write.entered {
-            switch key {
+        for entry in write.entered {
+            switch entry.key {
             case .device(let uuid):
-                deviceStreams.append(stream)
+                deviceStreams.append(entry.stream)
                 devices.append(uuid)
             case .session(let hash, let session):
-                sessionStreams.append(stream)
+                sessionStreams.append(entry.stream)
                 hashes.append(hash)
                 sessions.append(session)
             }
@@ -152,16 +149,13 @@ public final class PresenceTracker: Service, Sendable {
         let query: PostgresQuery = """
             SELECT liverelay_presence_update(\(relayID), \(deviceStreams)::int8[], \(devices)::uuid[],
                 \(sessionStreams)::int8[], \(hashes)::text[], \(sessions)::text[], \(write.left)::int8[],
-                \(write.replaceAll))
+                \(write.replaceAll), \(sweep))
             """
         let logger = self.logger
         return try await ConnectionScope.run(on: connection, deadline: .seconds(10), what: "writing presence") {
             var created = false
             let rows = try await connection.query(query, logger: logger)
             for try await value in rows.decode(Bool.self) { created = value }
-            if sweep {
-                try await connection.query("SELECT liverelay_sweep_presence()", logger: logger)
-            }
             return created
         }
     }

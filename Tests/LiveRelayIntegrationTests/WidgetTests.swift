@@ -46,8 +46,8 @@ struct WidgetTests {
                 let second = try #require(both.last { $0.token == widget })
                 #expect(second.receivedAt - reload.receivedAt >= 1.9, "the window holds the later changes back")
                 #expect(ContinuousClock.now - started < .seconds(5))
-                // Nothing more: the five writes folded into that one reload.
-                try await Task.sleep(for: .seconds(3))
+                // Nothing more: the five writes folded into that one reload, and no row is left to send another.
+                try await h.waitUntil("SELECT NOT EXISTS (SELECT 1 FROM delivery_outbox)")
                 #expect(Self.reloads(h, widget).count == 2)
                 #expect(try await h.rows("""
                     SELECT count(*)::int FROM delivery_log WHERE push_type = 'widgets' AND status = 'sent'
