@@ -219,6 +219,7 @@ let package = Package(
                 "LiveRelayHTTPServer", "LiveRelayDelivery", "LiveRelayStream", "LiveRelayStore", "LiveRelayHTTP",
                 "LiveRelayWebhooks",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -245,6 +246,7 @@ let package = Package(
                 "LiveRelayDevSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
             ]

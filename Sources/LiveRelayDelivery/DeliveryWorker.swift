@@ -25,11 +25,16 @@ public final class DeliveryWorker: Service, Sendable {
     private let stopping: StopSignal
     private let metrics: RelayMetrics?
     private let recorder: OutcomeRecorder
+    private let eventLoop: (any EventLoop)?
 
-    /// - Parameter transports: one per configured push service; deliveries for the others are settled `failed`.
+    /// - Parameters:
+    ///   - transports: one per configured push service; deliveries for the others are settled `failed`.
+    ///   - eventLoop: where the worker runs and its database connection lives; its transports' connections should
+    ///     live there too (then a wake-up, its claim and its push run on one thread).
     public init(connector: DatabaseConnector, listener: WakeupListener, transports: [any DeliveryTransport],
                 configuration: DeliveryConfiguration, metrics: RelayMetrics? = nil, stop: StopSignal = StopSignal(),
-                logger: Logger) {
+                eventLoop: (any EventLoop)? = nil, logger: Logger) {
+        self.eventLoop = eventLoop
         self.stopping = stop
         self.metrics = metrics
         self.connector = connector
@@ -49,7 +54,7 @@ public final class DeliveryWorker: Service, Sendable {
 
     public func run() async throws {
         await withGracefulShutdownHandler {
-            await self.loop()
+            await EventLoopExecutor.run(on: self.eventLoop) { await self.loop() }
             // Stopped by another worker's shutdown: a service must not end before the group asks it to.
             try? await gracefulShutdown()
         } onGracefulShutdown: {
@@ -73,7 +78,7 @@ public final class DeliveryWorker: Service, Sendable {
     private func loop() async {
         let poll = Duration.milliseconds(configuration.pollIntervalMilliseconds)
         await connector.runReconnecting(
-            role: "delivery worker", logger: logger, shouldStop: { isStopping },
+            role: "delivery worker", logger: logger, on: eventLoop, shouldStop: { isStopping },
             onFailure: { listener.reportIdle(gateID) }
         ) { connection in
             try await drain(on: connection, poll: poll)

@@ -14,11 +14,13 @@ public struct FCMTransport: DeliveryTransport {
     private let path: String
     private let tokens: FCMAccessTokenSource
 
-    public init(configuration: FCMConfiguration, tokens: FCMAccessTokenSource) throws {
+    /// - Parameter eventLoop: where the connection to FCM lives (by default one of the shared group's).
+    public init(configuration: FCMConfiguration, tokens: FCMAccessTokenSource, eventLoop: (any EventLoop)? = nil) throws {
         self.http = try HTTP2Client(
             caFile: configuration.caFile,
             limits: .init(
-                silenceSeconds: configuration.requestTimeoutSeconds, batchSeconds: configuration.batchLimitSeconds))
+                silenceSeconds: configuration.requestTimeoutSeconds, batchSeconds: configuration.batchLimitSeconds),
+            eventLoop: eventLoop)
         self.origin = try HTTP2Origin(url: configuration.url)
         let project = configuration.projectID.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed)
             ?? configuration.projectID

@@ -60,11 +60,14 @@ public struct DatabaseConnector: Sendable {
     public let clientConfiguration: PostgresClient.Configuration
 
     /// Connects, or throws when the server does not answer within the deadline.
-    public func connect(logger: Logger) async throws -> PostgresConnection {
+    /// - Parameter eventLoop: the loop the connection lives on (by default any of the shared group's).
+    public func connect(logger: Logger, on eventLoop: (any EventLoop)? = nil) async throws -> PostgresConnection {
         let configuration = self.configuration
         let id = ids.next()
         return try await withDeadline(connectTimeout, what: "connecting to PostgreSQL") {
-            let connection = try await PostgresConnection.connect(configuration: configuration, id: id, logger: logger)
+            let connection = try await PostgresConnection.connect(
+                on: eventLoop ?? PostgresConnection.defaultEventLoopGroup.any(),
+                configuration: configuration, id: id, logger: logger)
             if Task.isCancelled {
                 try? await connection.close()
                 throw CancellationError()
@@ -131,14 +134,15 @@ extension DatabaseConnector {
     /// - Parameters:
     ///   - role: names the part in the warning logged on each failure.
     ///   - onFailure: called after each failure, before the backoff.
+    ///   - eventLoop: the loop each connection lives on (by default any of the shared group's).
     public func runReconnecting(
-        role: String, logger: Logger, shouldStop: () -> Bool, onFailure: () -> Void = {},
-        _ session: (PostgresConnection) async throws -> Void
+        role: String, logger: Logger, on eventLoop: (any EventLoop)? = nil, shouldStop: () -> Bool,
+        onFailure: () -> Void = {}, _ session: (PostgresConnection) async throws -> Void
     ) async {
         var backoff = Duration.milliseconds(100)
         while !shouldStop() {
             do {
-                let connection = try await connect(logger: logger)
+                let connection = try await connect(logger: logger, on: eventLoop)
                 backoff = .milliseconds(100)
                 do {
                     try await session(connection)

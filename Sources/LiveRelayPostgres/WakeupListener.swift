@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import PostgresNIO
 import ServiceLifecycle
 import Synchronization
@@ -14,6 +15,7 @@ public final class WakeupListener: Service, Sendable {
 
     private let connector: DatabaseConnector
     private let logger: Logger
+    private let eventLoop: (any EventLoop)?
     private let instanceID = UUID()
     private let state = Mutex(State())
     private let gateChanged = Doorbell()
@@ -28,8 +30,11 @@ public final class WakeupListener: Service, Sendable {
         var connected = false
     }
 
-    public init(connector: DatabaseConnector, logger: Logger) {
+    /// - Parameter eventLoop: where the LISTEN connection lives and its notifications are handled: a delivery worker
+    ///   on the same loop is rung without a thread hop.
+    public init(connector: DatabaseConnector, eventLoop: (any EventLoop)? = nil, logger: Logger) {
         self.connector = connector
+        self.eventLoop = eventLoop
         self.logger = logger
     }
 
@@ -115,13 +120,16 @@ public final class WakeupListener: Service, Sendable {
     public var isConnected: Bool { state.withLock { $0.connected } }
 
     public func run() async throws {
-        await connector.runReconnecting(
-            role: "wake-up listener", logger: logger, shouldStop: { Task.isCancelled || Task.isShuttingDownGracefully },
-            onFailure: { state.withLock { $0.connected = false } }
-        ) { connection in
-            try await cancelWhenGracefulShutdown {
-                try await ConnectionScope.run(on: connection, deadline: nil, what: "listening") {
-                    try await self.listen(on: connection)
+        await EventLoopExecutor.run(on: eventLoop) {
+            await connector.runReconnecting(
+                role: "wake-up listener", logger: logger, on: eventLoop,
+                shouldStop: { Task.isCancelled || Task.isShuttingDownGracefully },
+                onFailure: { state.withLock { $0.connected = false } }
+            ) { connection in
+                try await cancelWhenGracefulShutdown {
+                    try await ConnectionScope.run(on: connection, deadline: nil, what: "listening") {
+                        try await self.listen(on: connection)
+                    }
                 }
             }
         }

@@ -11,6 +11,7 @@ import LiveRelayStore
 import LiveRelayStream
 import LiveRelayWebhooks
 import Logging
+import NIOPosix
 import PostgresNIO
 import ServiceLifecycle
 
@@ -92,9 +93,11 @@ public struct RelayServer: Sendable {
     /// Runs until cancelled or until SIGTERM/SIGINT, then drains in-flight batches and stops.
     /// - Parameter onReady: called with the HTTP port once the server listens.
     public func run(handleSignals: Bool = true, onReady: (@Sendable (Int) async -> Void)? = nil) async throws {
-        let listener = WakeupListener(connector: connector, logger: logger)
+        // The listener and the first worker share a loop: a wake-up rings that worker on the thread that read it.
+        let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
+        let listener = WakeupListener(connector: connector, eventLoop: loops[0], logger: logger)
         let metrics = RelayMetrics()
-        let transports = try makeTransports()
+        let transports = try makeTransports(loops: loops)
         let platforms = configuration.enabledPlatforms.map { "\($0.rawValue) (\($0.transport.rawValue))" }
         logger.notice("push services", metadata: ["platforms": "\(platforms.joined(separator: ", "))"])
         // Not awaited: a token endpoint that is slow or refuses must not hold up start-up (shutdown ends it).
@@ -106,7 +109,8 @@ public struct RelayServer: Sendable {
             workerLogger[metadataKey: "worker"] = "\(index)"
             return DeliveryWorker(
                 connector: connector, listener: listener, transports: workerTransports,
-                configuration: configuration.delivery, metrics: metrics, stop: stop, logger: workerLogger)
+                configuration: configuration.delivery, metrics: metrics, stop: stop,
+                eventLoop: transports.loops[index], logger: workerLogger)
         }
         // As many webhook workers as delivery workers: chains are locked one sender each, so they share the queue
         // (one worker sent 2,951 events/s in B8, two 4,000–4,600).
