@@ -23,6 +23,7 @@ import urllib.request
 
 import psycopg
 
+import b1_path
 from bench_peer import Peer, cpu_per_write, peer_b1, peer_b2, peer_b5, timed_writes
 from bench_webhooks import HookReceiver, bench_b8, register_endpoint
 from bench_channels import bench_b9, summarize as summarize_b9
@@ -676,8 +677,14 @@ def main():
             warm_up(stack)
         if "B1" in only or "B5" in only:
             perf = start_perf(stack, args.out, "B1")
+            capture = os.path.join(stack.work, "b1.pcap")
+            wire = b1_path.start_capture(capture, [stack.pg_port, stack.h2o_port]) if os.environ.get("BENCH_PATH") \
+                else None
             results["B1"] = bench_b1(stack, args.b1_rate, args.b1_seconds)
             stop_perf(perf)
+            if wire:
+                b1_path.stop_capture(wire)
+                results["B1"]["path"] = b1_path.segments(capture, stack.pg_port, stack.h2o_port)
         if "B2" in only:
             # B2 is profiled whatever BENCH_PERF names (BENCH_PERF=1 … --only B2).
             perf = start_perf(stack, args.out, "B2", frequency=499, any_name=True)
@@ -731,6 +738,9 @@ def main():
                          "CPU per write: " + ", ".join(
                              f"{k} {v:.0f} µs" for k, v in results["B1"]["cpu_microseconds_per_write"].items()))
         slim["B1"]["latencies_ms"] = {p: pct(lat, p) for p in (50, 90, 99, 99.9)}
+        if "path" in results["B1"]:
+            summary["B1 path"] = b1_path.summary(results["B1"]["path"])
+            slim["B1"]["path"] = {k: {p: pct(v, p) for p in (50, 90, 99)} for k, v in results["B1"]["path"].items()}
         for key in ("write_ms", "write_ms_triggers_disabled"):
             slim["B1"][key] = {p: pct(results["B1"][key], p) for p in (50, 90, 99)}
     if "B2" in results:

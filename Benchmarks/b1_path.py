@@ -1,0 +1,90 @@
+"""Where B1's time goes, read from the wire: a packet capture on the loopback interface taken while B1 runs
+(BENCH_PATH=1, needs tcpdump; the script installs it from Debian when it is missing and it may).
+
+For every wake-up notification PostgreSQL sends the relay, the capture gives four instants: the notification, the
+relay's claim (its next message to PostgreSQL on another connection), PostgreSQL's answer to that claim, and the next
+request the relay writes to the push endpoint. Printed as percentiles of the three segments between them, so a change
+can be judged by the segment it was meant to shorten. The commit itself costs ~0: PostgreSQL sends the notification
+when the writer's commit is done, before the writer reads its answer.
+"""
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+
+def start_capture(path, ports):
+    """tcpdump on `lo` for the given TCP ports (packets with a payload), or None when it cannot run."""
+    if not shutil.which("tcpdump"):
+        if os.geteuid() != 0 or subprocess.run(["apt-get", "install", "-y", "-q", "tcpdump"],
+                                               capture_output=True).returncode != 0:
+            print("path     tcpdump is not installed (apt-get install tcpdump); no breakdown", file=sys.stderr)
+            return None
+    condition = " or ".join(f"tcp port {port}" for port in ports)
+    return subprocess.Popen(["tcpdump", "-i", "lo", "-s", "200", "-U", "-w", path, f"({condition}) and greater 60"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_capture(process):
+    if process:
+        process.terminate()
+        process.wait()
+
+
+def packets(path):
+    """(time, source port, destination port, payload) of every packet with a payload, from a pcap file."""
+    out = []
+    with open(path, "rb") as f:
+        f.read(24)
+        while True:
+            header = f.read(16)
+            if len(header) < 16:
+                return out
+            seconds, micros, length, _ = struct.unpack("<IIII", header)
+            frame = f.read(length)
+            ip = frame[14:]
+            tcp = ip[(ip[0] & 15) * 4:]
+            source, destination = struct.unpack(">HH", tcp[:4])
+            payload = tcp[(tcp[12] >> 4) * 4:]
+            if payload:
+                out.append((seconds + micros / 1e6, source, destination, payload))
+
+
+def segments(path, pg_port, push_port, window=400):
+    """Milliseconds per wake-up: notification → claim sent, claim → answer, answer → push written."""
+    found = {"wake-up → claim sent": [], "claim → answer": [], "answer → push written": [], "wake-up → push": []}
+    captured = packets(path)
+    for i, (at, source, listener, payload) in enumerate(captured):
+        if source != pg_port or payload[:1] != b"A" or b"liverelay_wake" not in payload[:64]:
+            continue
+        later = captured[i + 1:i + window]
+        claim = next((p for p in later if p[2] == pg_port and p[1] != listener), None)
+        if claim is None:
+            continue
+        answer = next((p for p in later if p[0] >= claim[0] and p[1] == pg_port and p[2] == claim[1]), None)
+        push = next((p for p in later if p[0] >= claim[0] and p[2] == push_port), None)
+        if answer is None or push is None or push[0] < answer[0]:
+            continue
+        found["wake-up → claim sent"].append((claim[0] - at) * 1000)
+        found["claim → answer"].append((answer[0] - claim[0]) * 1000)
+        found["answer → push written"].append((push[0] - answer[0]) * 1000)
+        found["wake-up → push"].append((push[0] - at) * 1000)
+    return found
+
+
+def summary(found):
+    lines = []
+    for name, values in found.items():
+        if not values:
+            continue
+        values = sorted(values)
+        pick = lambda q: values[min(len(values) - 1, int(len(values) * q))]
+        lines.append(f"{name}: p50 {pick(0.5):.3f} / p90 {pick(0.9):.3f} / p99 {pick(0.99):.3f} ms")
+    return f"{len(found['wake-up → push'])} wake-ups; " + "; ".join(lines)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        raise SystemExit("usage: b1_path.py CAPTURE.pcap POSTGRES_PORT PUSH_PORT")
+    print(summary(segments(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]))))
