@@ -465,7 +465,7 @@ async def bench_b3_async(stack, clients, out):
             "relay_peak_rss_mb": rss_kb(stack.relay.pid, "VmHWM") / 1024}
 
 
-def start_perf(stack, out, scenario, frequency=999, any_name=False):
+def start_perf(stack, out, scenario, frequency=int(os.environ.get("BENCH_PERF_HZ", "999")), any_name=False):
     """`perf record` on the relay while a scenario runs, when BENCH_PERF names it (or, `any_name`, is set at all)."""
     wanted = os.environ.get("BENCH_PERF")
     if not wanted or (wanted != scenario and not any_name):

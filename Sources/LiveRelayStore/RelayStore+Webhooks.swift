@@ -40,13 +40,14 @@ extension RelayStore {
             """, as: WebhookEndpoint.self)
     }
 
-    /// Deletes an endpoint and the events still waiting for it, without waiting for a worker that is sending some of
-    /// them: those are dropped when the worker records their outcome (or by the sweeper), never sent again.
+    /// Deletes an endpoint and its events, without waiting for a worker that is sending some of them: a send in flight
+    /// holds a lease (an advisory lock), not its row, so its row goes too and its outcome, when it comes, is dropped
+    /// (never logged, never sent again). A worker's claim or record holds rows only for its one short statement; the
+    /// DELETE waits for that rather than skipping them, so an event claimed at that moment is not left behind.
     public func deleteWebhook(_ id: UUID) async throws {
         let deleted = try await values("""
             WITH gone AS (DELETE FROM webhook_endpoint WHERE id = \(id) RETURNING id),
-                 waiting AS (DELETE FROM webhook_outbox WHERE id IN (
-                     SELECT id FROM webhook_outbox WHERE endpoint_id = \(id) FOR UPDATE SKIP LOCKED))
+                 events AS (DELETE FROM webhook_outbox WHERE endpoint_id = \(id))
             SELECT id FROM gone
             """, as: UUID.self)
         guard !deleted.isEmpty else { throw StoreError.notFound("no webhook endpoint has id \(id)") }

@@ -175,6 +175,9 @@ struct WebhookTests {
                     _ = try await h.registerActivity(session: "s-del")
                     _ = try await h.registerActivity(session: "s-del-2")
                     _ = try await hanging.wait { _ in hanging.mostInFlight >= 1 }
+                    // Every lifecycle event of these writes is queued (the pushes' outcomes, recorded by the delivery
+                    // worker, queue some): none can come after the DELETE.
+                    try await h.waitUntil(timeout: .seconds(30), "SELECT NOT EXISTS (SELECT 1 FROM delivery_outbox)")
                     let deleted = try await api.request(.DELETE, "/v1/webhooks/\(id)", headers: RelayHTTP.admin)
                     #expect(deleted.status == 204, "\(deleted.status) \(deleted.text)")
                     #expect(try await h.rows("SELECT count(*)::int8 FROM webhook_endpoint", as: Int64.self) == [0])
