@@ -44,50 +44,36 @@ public struct OutboxStore: Sendable {
         try await decode(try await connection.execute(ClaimByIDsStatement(ids: ids), logger: logger))
     }
 
-    private func decode(_ stream: AsyncThrowingMapSequence<PostgresRowSequence, ClaimStatement.Row>) async throws
-        -> Claim {
+    private func decode(_ stream: AsyncThrowingMapSequence<PostgresRowSequence, ClaimedRow>) async throws -> Claim {
         var claim = Claim()
         claim.now = Int64(Date().timeIntervalSince1970)
-        for try await (id, kind, rowPlatform, activityID, eventType, secretHash, sessionID, deviceToken, bundleID, env,
-                       payload, priority, apnsID, requestID, enqueuedAt, attempts, dbNow, locked,
-                       snapshotID, token, snapshotBundle, snapshotEnv, status, contentState, stale, dismissal,
-                       relevance, snapshotPriority, hasMessage, message, lastTimestamp, lastPayload, platform,
-                       frequentUpdates, priority10LastHour, channelID, channelState, foreground, widgetRegistered,
-                       widgetIdle) in stream
-        {
-            claim.now = dbNow
-            claim.rows.append(OutboxRow(
-                id: id, kind: OutboxRow.Kind(rawValue: kind) ?? .alert,
-                platform: Platform(rawValue: rowPlatform) ?? .ios,
-                activityID: activityID, eventType: eventType,
-                secretHash: secretHash, sessionID: sessionID, deviceToken: deviceToken, bundleID: bundleID,
-                environment: env.flatMap(APNsEnvironment.init(rawValue:)), payload: payload.flatMap { try? JSONValue(parsing: $0) },
-                priority: priority.map(Int.init), apnsID: apnsID, requestID: requestID, enqueuedAt: enqueuedAt,
-                attempts: Int(attempts), channelID: channelID))
-            if locked, kind == OutboxRow.Kind.channel.rawValue, let channelID {
-                let platform = Platform(rawValue: rowPlatform) ?? .ios
-                claim.lockedChains.insert(ChannelChain(channelID: channelID, platform: platform))
-                if let text = channelState, let state = try? JSONValue(parsing: text),
-                   let snapshot = ChannelSnapshot(claimed: state, platform: platform) {
+        for try await claimed in stream {
+            let row = claimed.row
+            claim.now = claimed.databaseNow
+            claim.rows.append(row)
+            guard claimed.locked else { continue }
+            switch row.kind {
+            case .channel:
+                guard let channelID = row.channelID else { break }
+                claim.lockedChains.insert(ChannelChain(channelID: channelID, platform: row.platform))
+                if let text = claimed.channelState, let state = try? JSONValue(parsing: text),
+                   let snapshot = ChannelSnapshot(claimed: state, platform: row.platform) {
                     if claim.channels[channelID] == nil { claim.channels[channelID] = snapshot }
-                    claim.channels[channelID]?.merge(snapshot, platform: platform)
+                    claim.channels[channelID]?.merge(snapshot, platform: row.platform)
                 }
+            case .widget:
+                if let token = row.deviceToken {
+                    claim.widgets[token] = WidgetState(
+                        registered: claimed.widgetRegistered, secondsSinceReload: claimed.widgetIdleSeconds)
+                }
+            case .activity, .alert, .start:
+                break
             }
-            if locked, kind == OutboxRow.Kind.widget.rawValue, let deviceToken {
-                claim.widgets[deviceToken] = WidgetState(registered: widgetRegistered, secondsSinceReload: widgetIdle)
-            }
-            guard locked, let activityID else { continue }
+            guard let activityID = row.activityID else { continue }
             claim.lockedActivities.insert(activityID)
-            guard claim.snapshots[activityID] == nil, snapshotID != nil, let snapshotBundle,
-                  let status = status.flatMap(ActivityStatus.init(rawValue:)) else { continue }
-            claim.snapshots[activityID] = ActivitySnapshot(
-                id: activityID, activityToken: token, bundleID: snapshotBundle,
-                environment: snapshotEnv.flatMap(APNsEnvironment.init(rawValue:)) ?? .production, status: status,
-                platform: platform.flatMap(Platform.init(rawValue:)) ?? .ios,
-                contentState: contentState.flatMap { try? JSONValue(parsing: $0) }, staleDate: stale, dismissalDate: dismissal,
-                relevanceScore: relevance, priority: Int(snapshotPriority ?? 10), message: hasMessage ? (message ?? "") : nil,
-                lastTimestamp: lastTimestamp, lastPayloadHash: lastPayload, frequentUpdates: frequentUpdates,
-                priority10LastHour: Int(priority10LastHour), foreground: foreground)
+            if claim.snapshots[activityID] == nil, let snapshot = claimed.activity {
+                claim.snapshots[activityID] = snapshot
+            }
         }
         return claim
     }
@@ -140,10 +126,7 @@ public struct OutboxStore: Sendable {
 
 /// The claim query (see `OutboxStore.claim`).
 struct ClaimStatement: PostgresPreparedStatement {
-    typealias Row = (Int64, String, String, UUID?, String, String?, String?, String?, String?, String?, String?,
-                     Int32?, UUID, UUID?, Double, Int32, Int64, Bool,
-                     UUID?, String?, String?, String?, String?, String?, Int64?, Int64?, Double?, Int32?, Bool, String?,
-                     Int64?, String?, String?, Bool, Int32, UUID?, String?, Bool, Bool, Double?)
+    typealias Row = ClaimedRow
     static let name = "liverelay_claim_v9"
     static let sql = "SELECT * FROM liverelay_claim_deliveries($1::int4, NULL)"
     var limit: Int64
@@ -154,14 +137,14 @@ struct ClaimStatement: PostgresPreparedStatement {
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        try row.decode(Row.self)
+    func decodeRow(_ row: PostgresRow) throws -> ClaimedRow {
+        try ClaimedRow(row)
     }
 }
 
 /// The claim of given rows (see `OutboxStore.claim(ids:on:)`); its rows are the general claim's.
 struct ClaimByIDsStatement: PostgresPreparedStatement {
-    typealias Row = ClaimStatement.Row
+    typealias Row = ClaimedRow
     static let name = "liverelay_claim_ids_v4"
     static let sql = "SELECT * FROM liverelay_claim_deliveries($1::int4, $2::int8[])"
     var ids: [Int64]
@@ -173,7 +156,7 @@ struct ClaimByIDsStatement: PostgresPreparedStatement {
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        try row.decode(Row.self)
+    func decodeRow(_ row: PostgresRow) throws -> ClaimedRow {
+        try ClaimedRow(row)
     }
 }
