@@ -39,8 +39,18 @@ CREATE OR REPLACE FUNCTION liverelay_record_widgets(sent_tokens text[], dead_tok
 LANGUAGE plpgsql AS $$
 BEGIN
     IF cardinality(deferred_ids) > 0 THEN
-        UPDATE delivery_outbox o SET next_attempt_at = statement_timestamp() + d.delay_ms * interval '1 millisecond'
+        -- Due at the window's end as the queue function computes it (last reload + window), so that every row of a
+        -- token put off in one window is due at the same instant and goes in one reload: a due time counted from
+        -- this statement came later by the batch's send and record, and the rows the writers queued, due a little
+        -- earlier, were sent alone, which opened a window of their own for the late ones (a third reload).
+        UPDATE delivery_outbox o
+        SET next_attempt_at = greatest(statement_timestamp(), coalesce(
+                w.last_sent_at + coalesce(st.value::double precision, 60) * interval '1 second',
+                statement_timestamp() + d.delay_ms * interval '1 millisecond'))
         FROM unnest(deferred_ids, deferred_delays_ms) AS d(id, delay_ms)
+        JOIN delivery_outbox r ON r.id = d.id
+        LEFT JOIN widget_delivery_state w ON w.widget_token = r.device_token
+        LEFT JOIN relay_setting st ON st.name = 'widget_min_interval_seconds'
         WHERE o.id = d.id;
     END IF;
     IF cardinality(sent_tokens) > 0 THEN
