@@ -53,7 +53,8 @@ def packets(path):
 
 def segments(path, pg_port, push_port, window=400):
     """Milliseconds per wake-up: notification → claim sent, claim → answer, answer → push written."""
-    found = {"wake-up → claim sent": [], "claim → answer": [], "answer → push written": [], "wake-up → push": []}
+    names = ("wake-up → claim sent", "claim → answer", "answer → push written", "wake-up → push")
+    found = {name: [] for name in names}
     captured = packets(path)
     for i, (at, source, listener, payload) in enumerate(captured):
         if source != pg_port or payload[:1] != b"A" or b"liverelay_wake" not in payload[:64]:
@@ -80,8 +81,8 @@ def summary(found):
             continue
         values = sorted(values)
         pick = lambda q: values[min(len(values) - 1, int(len(values) * q))]
-        lines.append(f"{name}: p50 {pick(0.5):.3f} / p90 {pick(0.9):.3f} / p99 {pick(0.99):.3f} ms")
-    return f"{len(found['wake-up → push'])} wake-ups; " + "; ".join(lines)
+        lines.append(f"{name}: p50 {pick(0.5):.3f} / p90 {pick(0.9):.3f} / p99 {pick(0.99):.3f}")
+    return f"{len(found['wake-up → push'])} wake-ups (ms); " + "; ".join(lines)
 
 
 if __name__ == "__main__":
