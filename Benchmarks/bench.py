@@ -234,7 +234,9 @@ hosts:
             "APNS_CHANNELS_SANDBOX_URL": f"https://127.0.0.1:{self.h2o_port}",
             "APNS_CA_FILE": self.cert, "PORT": str(self.http_port),
             "LIVERELAY_WEBHOOK_ALLOW_PRIVATE": "true", "LIVERELAY_ADMIN_TOKEN": ADMIN_TOKEN,
-            "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "warning"), "LIVERELAY_SQL_DIR": ROOT,
+            "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "warning"),
+            # Another tree's sql/ and migrations/ (a change to the SQL alone, measured beside the current one).
+            "LIVERELAY_SQL_DIR": os.environ.get("BENCH_SQL_DIR", ROOT),
         })
         if os.environ.get("BENCH_NO_FCM"):  # an iOS-only relay (what FCM costs B9's channels)
             for name in ("FCM_SERVICE_ACCOUNT_FILE", "FCM_URL", "FCM_CA_FILE"):
