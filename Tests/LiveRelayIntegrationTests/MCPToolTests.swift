@@ -146,41 +146,6 @@ struct MCPToolTests {
         }
     }
 
-    @Test("POST /mcp needs the admin token (401 with a Bearer challenge); GET is 405; initialize answers")
-    func overHTTP() async throws {
-        try await Harness.with { h in
-            try await h.withRelayPort { port in
-                let api = RelayHTTP(port: port)
-                let initialize = """
-                    {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",
-                     "capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
-                    """
-                let accept = ("Accept", "application/json, text/event-stream")
-                let refused = try await api.post("/mcp", initialize, headers: [accept])
-                #expect(refused.status == 401)
-                #expect(refused.headers.first(name: "WWW-Authenticate")?.hasPrefix("Bearer") == true)
-                let device = try await api.post(
-                    "/mcp", initialize, headers: [accept, ("Authorization", "Bearer lrd1.x.1.y")])
-                #expect(device.status == 401)
-                // A pairing secret or a valid device token is no MCP credential either: 401 with the challenge too.
-                let paired = try await api.post("/mcp", initialize, headers: [accept, ("X-Relay-Secret", "s3cret")])
-                #expect(paired.status == 401)
-                #expect(paired.headers.first(name: "WWW-Authenticate")?.hasPrefix("Bearer") == true)
-                let answer = try await api.post("/mcp", initialize, headers: RelayHTTP.admin + [accept])
-                #expect(answer.status == 200)
-                #expect(answer["result"]?.objectValue?["serverInfo"]?.objectValue?["name"] == .string("liverelay"))
-                // No Accept (or */*) accepts JSON; an Accept that rules JSON out is 406.
-                #expect(try await api.post("/mcp", initialize, headers: RelayHTTP.admin).status == 200)
-                #expect(try await api.post("/mcp", initialize, headers: RelayHTTP.admin + [("Accept", "*/*")])
-                    .status == 200)
-                #expect(try await api.post("/mcp", initialize, headers: RelayHTTP.admin + [("Accept", "text/html")])
-                    .status == 406)
-                let stream = try await api.request(.GET, "/mcp", headers: RelayHTTP.admin + [accept])
-                #expect(stream.status == 405)
-            }
-        }
-    }
-
     @Test("/v1/device/register takes deviceName and deviceUUID; registering again without them keeps them")
     func deviceNames() async throws {
         try await Harness.with { h in

@@ -1,0 +1,180 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+@testable import LiveRelayHTTP
+import LiveRelayCore
+import LiveRelayMetrics
+import LiveRelayPostgres
+import LiveRelayStream
+import Logging
+import NIOCore
+import PostgresNIO
+import Testing
+
+/// What the HTTP API answers before it asks the database: refused bodies, authentication, authorisation, methods,
+/// unknown routes, MCP's challenge and handshake. The relay's real router, in process (HummingbirdTesting's router
+/// mode), over a database that is never reached: a test here that needed it would hang, not pass.
+@Suite("Routes answered without the database", .timeLimit(.minutes(1)))
+struct RouteContractTests {
+    static let adminToken = "route-admin-token-0123456789"
+    static let auth = Authenticator(adminToken: adminToken, tokenSecret: "route-token-secret")
+
+    struct AnyURL: WebhookURLCheck {
+        func refusal(of url: String) async -> String? { nil }
+    }
+
+    static func withRouter(_ test: @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+        let logger = Logger(label: "route-tests")
+        // A port nothing listens on; the pool is never run.
+        let connector = try DatabaseConnector(url: "postgres://nobody@127.0.0.1:9/none?sslmode=disable")
+        let listener = WakeupListener(connector: connector, logger: logger)
+        let api = RelayAPI(
+            migrator: Migrator(migrations: [], repeatable: []), listener: listener,
+            hub: BroadcastHub(connector: connector, listener: listener, logger: logger),
+            pool: PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger),
+            metrics: RelayMetrics(), credentialsMinted: { [:] }, auth: auth, defaultBundleID: nil,
+            openAPIDocument: Data(#"{"openapi":"3.1.0"}"#.utf8),
+            dashboard: DashboardFiles(page: nil, script: nil, style: nil), webhookGuard: AnyURL(), logger: logger)
+        try await Application(router: api.makeRouter()).test(.router, test)
+    }
+
+    static func headers(_ pairs: [(String, String)]) -> HTTPFields {
+        var fields = HTTPFields()
+        for (name, value) in pairs { fields.append(HTTPField(name: HTTPField.Name(name)!, value: value)) }
+        return fields
+    }
+
+    static let admin = [("Authorization", "Bearer \(adminToken)")]
+
+    static func bearer(of device: UUID) -> [(String, String)] {
+        [("Authorization", "Bearer \(auth.mintDeviceToken(for: device, lifetimeSeconds: 600).token)")]
+    }
+
+    static func json(_ response: TestResponse) -> JSONValue? {
+        try? JSONValue(parsing: String(buffer: response.body))
+    }
+
+    @Test("invalid bodies get 400 naming the field, oversized bodies 413, unknown routes the original 404, all JSON")
+    func invalidBodies() async throws {
+        let cases: [(String, String, String)] = [
+            ("/v1/device/register", #"{"deviceToken":"ab"}"#, "secret"),
+            ("/v1/device/register", #"{"secret":"x","deviceToken":42}"#, "deviceToken"),
+            ("/v1/device/register", #"{"secret":"x","deviceToken":"ab","apnsEnv":"staging"}"#, "apnsEnv"),
+            ("/v1/activity/register", #"{"secret":"x","activityToken":"ab"}"#, "sessionID"),
+            ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"explode"}"#, "eventType"),
+            ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"progress","contentState":[1]}"#, "contentState"),
+            ("/v1/event", "not json", "JSON"),
+            ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"complete","title":""}"#, "title"),
+            ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"error","body":""}"#, "body"),
+        ]
+        try await Self.withRouter { client in
+            for (path, body, field) in cases {
+                let reply = try await client.execute(uri: path, method: .post, body: ByteBuffer(string: body))
+                #expect(reply.status == .badRequest, "\(path) \(body)")
+                let answer = Self.json(reply)
+                #expect(answer?.objectValue?["ok"] == .bool(false))
+                let error = answer?.objectValue?["error"]?.stringValue
+                #expect(error?.contains(field) == true, "\(String(describing: answer))")
+            }
+            let huge = try await client.execute(
+                uri: "/v1/event", method: .post,
+                body: ByteBuffer(string: "{\"secret\":\"" + String(repeating: "a", count: 100_000) + "\"}"))
+            #expect(huge.status == .contentTooLarge)
+            #expect(Self.json(huge)?.objectValue?["ok"] == .bool(false))
+            let unknown = try await client.execute(uri: "/v1/nothing-here", method: .get)
+            #expect(unknown.status == .notFound)
+            #expect(String(buffer: unknown.body) == #"{"error":"Not found","ok":false}"#)
+            let wrongMethod = try await client.execute(uri: "/v1/event", method: .delete)
+            #expect(wrongMethod.status == .methodNotAllowed)
+            #expect(wrongMethod.headers[.allow] == "POST", "\(wrongMethod.headers)")
+        }
+    }
+
+    @Test("admin routes: 401 without a credential or with a wrong token, 403 for a device token or a pairing secret")
+    func adminRoutes() async throws {
+        let device = UUID()
+        try await Self.withRouter { client in
+            for path in ["/v1/views/activities", "/v1/live-activities", "/v1/webhooks", "/v1/deliveries"] {
+                #expect(try await client.execute(uri: path, method: .get).status == .unauthorized, "\(path)")
+                let wrong = try await client.execute(
+                    uri: path, method: .get, headers: Self.headers([("Authorization", "Bearer not-the-token")]))
+                #expect(wrong.status == .unauthorized, "\(path)")
+                let byDevice = try await client.execute(
+                    uri: path, method: .get, headers: Self.headers(Self.bearer(of: device)))
+                #expect(byDevice.status == .forbidden, "\(path)")
+                let bySecret = try await client.execute(
+                    uri: path, method: .get, headers: Self.headers([("X-Relay-Secret", "s3cret")]))
+                #expect(bySecret.status == .forbidden, "\(path)")
+                #expect(Self.json(bySecret)?.objectValue?["ok"] == .bool(false))
+            }
+        }
+    }
+
+    @Test("the stream and a device's routes: 401 unauthenticated, 403 for another device, 400 for a bad channel")
+    func streamAndDeviceRoutes() async throws {
+        let device = UUID(), other = UUID()
+        let own = Self.headers(Self.bearer(of: device))
+        try await Self.withRouter { client in
+            let none = try await client.execute(uri: "/v1/stream?channel=device:\(device)", method: .get)
+            #expect(none.status == .unauthorized)
+            #expect(Self.json(none)?.objectValue?["ok"] == .bool(false))
+            let lowered = "device:\(other.uuidString.lowercased())"
+            #expect(try await client.execute(uri: "/v1/stream?channel=\(lowered)", method: .get, headers: own)
+                .status == .forbidden)
+            #expect(try await client.execute(uri: "/v1/stream?channel=*", method: .get, headers: own)
+                .status == .forbidden)
+            #expect(try await client.execute(uri: "/v1/stream?channel=admin", method: .get, headers: own)
+                .status == .forbidden)
+            let session = try await client.execute(uri: "/v1/stream?channel=session:s1", method: .get, headers: own)
+            #expect(session.status == .forbidden, "a session needs its pairing secret")
+            let bad = try await client.execute(uri: "/v1/stream?channel=nonsense", method: .get, headers: own)
+            #expect(bad.status == .badRequest)
+            #expect(try await client.execute(uri: "/v1/stream", method: .get, headers: own).status == .badRequest)
+
+            #expect(try await client.execute(uri: "/v1/devices/\(device)/token", method: .post).status
+                == .unauthorized)
+            #expect(try await client.execute(uri: "/v1/devices/\(other)/token", method: .post, headers: own).status
+                == .forbidden)
+            #expect(try await client.execute(uri: "/v1/devices/\(other)/widget", method: .get, headers: own).status
+                == .forbidden)
+            #expect(try await client.execute(uri: "/v1/devices/\(device)/widget", method: .get).status
+                == .unauthorized)
+        }
+    }
+
+    @Test("POST /mcp: 401 with a Bearer challenge for anything but the admin token; initialize answers; GET is 405")
+    func mcp() async throws {
+        let initialize = """
+            {"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",
+             "capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+            """
+        let accept = ("Accept", "application/json, text/event-stream")
+        let json = ("Content-Type", "application/json")
+        try await Self.withRouter { client in
+            for credential in [[], [("Authorization", "Bearer lrd1.x.1.y")], [("X-Relay-Secret", "s3cret")],
+                               Self.bearer(of: UUID())] {
+                let refused = try await client.execute(
+                    uri: "/mcp", method: .post, headers: Self.headers([accept, json] + credential),
+                    body: ByteBuffer(string: initialize))
+                #expect(refused.status == .unauthorized, "\(credential)")
+                #expect(refused.headers[.wwwAuthenticate]?.hasPrefix("Bearer") == true, "\(credential)")
+            }
+            let answer = try await client.execute(
+                uri: "/mcp", method: .post, headers: Self.headers(Self.admin + [accept, json]),
+                body: ByteBuffer(string: initialize))
+            #expect(answer.status == .ok)
+            let server = Self.json(answer)?.objectValue?["result"]?.objectValue?["serverInfo"]?.objectValue
+            #expect(server?["name"] == .string("liverelay"), "\(String(buffer: answer.body))")
+            for (value, status) in [("*/*", HTTPResponse.Status.ok), ("text/html", .notAcceptable)] {
+                let reply = try await client.execute(
+                    uri: "/mcp", method: .post, headers: Self.headers(Self.admin + [("Accept", value), json]),
+                    body: ByteBuffer(string: initialize))
+                #expect(reply.status == status, "Accept: \(value)")
+            }
+            let stream = try await client.execute(
+                uri: "/mcp", method: .get, headers: Self.headers(Self.admin + [accept]))
+            #expect(stream.status == .methodNotAllowed)
+        }
+    }
+}
