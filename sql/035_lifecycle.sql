@@ -293,7 +293,8 @@ BEGIN
 END $$;
 
 -- Webhook outcomes in one statement: log rows, delivered and given-up rows removed, retries rescheduled.
--- (PL/pgSQL for its kept plans.)
+-- (PL/pgSQL for its kept plans.) NULL where an outcome has no error, status or latency (nullif: an earlier relay
+-- sent '' / 0 / -1 for it).
 CREATE OR REPLACE FUNCTION liverelay_record_webhooks(
     log_outbox_id bigint[], log_status text[], log_error text[], log_http_status integer[],
     log_latency_ms double precision[], finished_ids bigint[], retry_ids bigint[], retry_delays_ms bigint[],

@@ -200,6 +200,8 @@ CREATE OR REPLACE TRIGGER broadcast_channel_deleted
 -- A batch's channel outcomes, in its transaction: the log rows (with the channel's name and transport), channels
 -- Apple created (their id stored; their latest state queued for broadcast; a channel deleted meanwhile is deleted at
 -- Apple), channels Apple refused (failed, never sent again), and what each side sent. Returns the rows it queued.
+-- The log arrays hold NULL where a row has no error, answer, latency, request or priority (nullif: an earlier relay
+-- sent '' / 0 / -1 for it).
 CREATE OR REPLACE FUNCTION liverelay_record_channels(
     log_channel text[], log_platform text[], log_event_type text[], log_status text[], log_error text[],
     log_outbox_id bigint[], log_provider_status integer[], log_provider_reason text[], log_attempt integer[],

@@ -103,7 +103,7 @@ public struct OutboxStore: Sendable {
             try await connection.query("""
                 SELECT liverelay_retire_tokens(\(dead.map(\.activityID))::uuid[], \(dead.map(\.token))::text[],
                     \(dead.map(\.transport.rawValue))::text[], \(dead.map(\.reason))::text[],
-                    \(dead.map { $0.latencyMilliseconds ?? -1 })::float8[],
+                    \(NullableArray(dead.map(\.latencyMilliseconds)))::float8[],
                     \(outcome.deadDeviceTokens)::text[], \(outcome.deadStartTokens)::text[])
                 """, logger: logger)
         }

@@ -4,7 +4,8 @@ import PostgresNIO
 
 /// The statement that records a batch: `liverelay_record_batch(...)` and, for a batch with channel outcomes,
 /// `liverelay_record_channels(...)` beside it, so that a batch's outcomes take one round trip whatever it held
-/// (sql/040_delivery.sql, sql/050_channels.sql). Arrays run in parallel, one element per row.
+/// (sql/040_delivery.sql, sql/050_channels.sql). Arrays run in parallel, one element per row; what a row lacks
+/// (no activity, no answer, no latency) is NULL.
 struct RecordCall {
     private var text = PostgresQuery.StringInterpolation(literalCapacity: 2048, interpolationCount: 50)
     private var calls = 0
@@ -16,26 +17,26 @@ struct RecordCall {
         let logs = outcome.logs.filter { $0.channel == nil }
         let retries = outcome.retries, sent = outcome.sentStates
         open("liverelay_record_batch")
-        argument(logs.map { $0.secretHash ?? "" }, "text[]")
+        argument(NullableArray(logs.map(\.secretHash)), "text[]")
         argument(logs.map(\.eventType), "text[]")
-        argument(logs.map { $0.sessionID ?? "" }, "text[]")
+        argument(NullableArray(logs.map(\.sessionID)), "text[]")
         argument(logs.map(\.status.rawValue), "text[]")
-        argument(logs.map { $0.error ?? "" }, "text[]")
+        argument(NullableArray(logs.map(\.error)), "text[]")
         argument(logs.map(\.outboxID), "int8[]")
-        argument(logs.map { $0.activityID?.uuidString ?? "" }, "text[]")
-        argument(logs.map { $0.pushType?.rawValue ?? "" }, "text[]")
-        argument(logs.map { $0.environment?.rawValue ?? "" }, "text[]")
-        argument(logs.map { $0.tokenSuffix ?? "" }, "text[]")
+        argument(NullableArray(logs.map { $0.activityID?.uuidString }), "text[]")
+        argument(NullableArray(logs.map { $0.pushType?.rawValue }), "text[]")
+        argument(NullableArray(logs.map { $0.environment?.rawValue }), "text[]")
+        argument(NullableArray(logs.map(\.tokenSuffix)), "text[]")
         argument(logs.map(\.apnsID), "uuid[]")
-        argument(logs.map { Int32($0.providerStatus ?? 0) }, "int4[]")
-        argument(logs.map { $0.providerReason ?? "" }, "text[]")
+        argument(NullableArray(logs.map { $0.providerStatus.map(Int32.init) }), "int4[]")
+        argument(NullableArray(logs.map(\.providerReason)), "text[]")
         argument(logs.map { Int32($0.attempt) }, "int4[]")
-        argument(logs.map { $0.latencyMilliseconds ?? -1 }, "float8[]")
-        argument(logs.map { $0.requestID?.uuidString ?? "" }, "text[]")
-        argument(logs.map { $0.transport?.rawValue ?? "" }, "text[]")
-        argument(logs.map { Int32($0.priority ?? 0) }, "int4[]")
-        argument(logs.map { $0.priorityReason?.rawValue ?? "" }, "text[]")
-        argument(logs.map { $0.lifecycle?.rawValue ?? "" }, "text[]")
+        argument(NullableArray(logs.map(\.latencyMilliseconds)), "float8[]")
+        argument(NullableArray(logs.map { $0.requestID?.uuidString }), "text[]")
+        argument(NullableArray(logs.map { $0.transport?.rawValue }), "text[]")
+        argument(NullableArray(logs.map { $0.priority.map(Int32.init) }), "int4[]")
+        argument(NullableArray(logs.map { $0.priorityReason?.rawValue }), "text[]")
+        argument(NullableArray(logs.map { $0.lifecycle?.rawValue }), "text[]")
         argument(outcome.finishedRowIDs, "int8[]")
         argument(retries.map(\.rowID), "int8[]")
         argument(retries.map { Int64($0.delaySeconds * 1000) }, "int8[]")
@@ -51,18 +52,18 @@ struct RecordCall {
         let logs = outcome.logs.filter { $0.channel != nil }
         let created = outcome.createdChannels, failed = outcome.failedChannels, sent = outcome.channelSentStates
         open("liverelay_record_channels")
-        argument(logs.map { $0.channel ?? "" }, "text[]")
+        argument(logs.compactMap(\.channel), "text[]")
         argument(logs.map { ($0.channelSide ?? .ios).rawValue }, "text[]")
         argument(logs.map(\.eventType), "text[]")
         argument(logs.map(\.status.rawValue), "text[]")
-        argument(logs.map { $0.error ?? "" }, "text[]")
+        argument(NullableArray(logs.map(\.error)), "text[]")
         argument(logs.map(\.outboxID), "int8[]")
-        argument(logs.map { Int32($0.providerStatus ?? 0) }, "int4[]")
-        argument(logs.map { $0.providerReason ?? "" }, "text[]")
+        argument(NullableArray(logs.map { $0.providerStatus.map(Int32.init) }), "int4[]")
+        argument(NullableArray(logs.map(\.providerReason)), "text[]")
         argument(logs.map { Int32($0.attempt) }, "int4[]")
-        argument(logs.map { $0.latencyMilliseconds ?? -1 }, "float8[]")
-        argument(logs.map { $0.requestID?.uuidString ?? "" }, "text[]")
-        argument(logs.map { Int32($0.priority ?? 0) }, "int4[]")
+        argument(NullableArray(logs.map(\.latencyMilliseconds)), "float8[]")
+        argument(NullableArray(logs.map { $0.requestID?.uuidString }), "text[]")
+        argument(NullableArray(logs.map { $0.priority.map(Int32.init) }), "int4[]")
         argument(logs.map { $0.transport != nil }, "bool[]")
         argument(created.map(\.channelID), "uuid[]")
         argument(created.map(\.apnsChannelID), "text[]")

@@ -96,10 +96,11 @@ public struct WebhookOutboxStore: Sendable {
         try await connection.query("""
             SELECT liverelay_record_webhooks(
                 \(outcomes.map(\.rowID))::int8[], \(outcomes.map(\.status.rawValue))::text[],
-                \(outcomes.map { $0.error ?? "" })::text[], \(outcomes.map { Int32($0.httpStatus ?? 0) })::int4[],
-                \(outcomes.map { $0.latencyMilliseconds ?? -1 })::float8[], \(finished)::int8[],
+                \(NullableArray(outcomes.map(\.error)))::text[],
+                \(NullableArray(outcomes.map { $0.httpStatus.map(Int32.init) }))::int4[],
+                \(NullableArray(outcomes.map(\.latencyMilliseconds)))::float8[], \(finished)::int8[],
                 \(retries.map(\.rowID))::int8[], \(retries.map { Int64(($0.retryDelaySeconds ?? 1) * 1000) })::int8[],
-                \(retries.map { $0.error ?? "" })::text[])
+                \(NullableArray(retries.map(\.error)))::text[])
             """, logger: logger)
     }
 }

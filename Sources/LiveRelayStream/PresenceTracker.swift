@@ -87,7 +87,7 @@ public final class PresenceTracker: Service, Sendable {
         }
         // Stopping: this relay's streams stop counting now rather than when the window ends.
         do {
-            try await connector.withConnection(logger: logger) { connection in
+            _ = try await connector.withConnection(logger: logger) { connection in
                 try await ConnectionScope.run(on: connection, deadline: .seconds(2), what: "leaving presence") {
                     try await connection.query("SELECT liverelay_presence_leave(\(self.relayID))", logger: self.logger)
                 }

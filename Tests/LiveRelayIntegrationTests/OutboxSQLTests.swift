@@ -1,6 +1,6 @@
 import Foundation
 import LiveRelayCore
-import LiveRelayPostgres
+@testable import LiveRelayPostgres
 import PostgresNIO
 import Testing
 
@@ -96,6 +96,22 @@ struct OutboxSQLTests {
                 FROM delivery_log
                 """, as: String.self)
             #expect(logged == ["failed fcm 404 UNREGISTERED t data"], "APNs columns stay empty for FCM")
+        }
+    }
+
+    @Test("what a log row lacks reaches the record functions as NULL: text, integer and float arrays, and empty ones")
+    func nullableArrays() async throws {
+        try await Harness.with { h in
+            let rendered = try await h.rows("""
+                SELECT concat_ws(' | ',
+                    array_to_string(\(NullableArray(["a", nil, "", "d"]))::text[], ',', 'NULL'),
+                    array_to_string(\(NullableArray<Int32>([nil, 0, 404]))::int4[], ',', 'NULL'),
+                    array_to_string(\(NullableArray<Double>([12.5, nil, -1]))::float8[], ',', 'NULL'),
+                    cardinality(\(NullableArray<String>([]))::text[]),
+                    cardinality(\(NullableArray<String>([nil]))::text[]))
+                """, as: String.self)
+            // '' and 0 and -1 are values like any other; only a missing one is NULL.
+            #expect(rendered == ["a,NULL,,d | NULL,0,404 | 12.5,NULL,-1 | 0 | 1"])
         }
     }
 
