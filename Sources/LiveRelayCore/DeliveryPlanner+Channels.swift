@@ -22,10 +22,10 @@ extension DeliveryPlanner {
     func planChannel(_ rows: [OutboxRow], chain: ChannelChain, snapshot: ChannelSnapshot?, now: Int64)
         -> (push: Push?, settled: [Settled], left: Int) {
         guard let head = rows.first else { return (nil, [], 0) }
-        guard let step = ChannelStep(rawValue: head.eventType) else {
+        guard case .channel(let step) = head.event else {
             return (nil, [.init(row: head, status: .failed, reason: .malformedOutboxRow)], rows.count - 1)
         }
-        let group = step == .update ? Array(rows.prefix { $0.eventType == ChannelStep.update.rawValue }) : [head]
+        let group = step == .update ? Array(rows.prefix { $0.event == .channel(.update) }) : [head]
         let left = rows.count - group.count
         let channel = snapshot ?? ChannelSnapshot(deleted: head)
         func settle(_ status: DeliveryStatus, _ reason: SettleReason) -> (Push?, [Settled], Int) {
@@ -69,7 +69,7 @@ extension DeliveryPlanner {
             id: newestFirst[0].apnsID, bundleID: channel.bundleID, environment: channel.environment,
             timestamp: max(now, channel.lastTimestamp[chain.platform] ?? 0))
         delivery.priorityReason = .requested
-        return (Push(delivery: delivery, rows: newestFirst, stateHash: hash, eventType: step.rawValue), [], left)
+        return (Push(delivery: delivery, rows: newestFirst, stateHash: hash, event: .channel(step)), [], left)
     }
 
     /// Plans every locked chain of `rows`; rows of chains another worker holds are left alone (not counted).

@@ -47,7 +47,7 @@ extension DeliveryPlanner {
                 priority: tokenRows[0].priority ?? 10, expiration: now + liveActivityExpirationSeconds,
                 id: tokenRows[0].apnsID, bundleID: bundleID, environment: tokenRows[0].environment ?? .production,
                 sessionID: nil, timestamp: now)
-            plan.pushes.append(Push(delivery: delivery, rows: tokenRows, stateHash: nil, eventType: "reload"))
+            plan.pushes.append(Push(delivery: delivery, rows: tokenRows, stateHash: nil, event: .widgetReload))
         }
     }
 }

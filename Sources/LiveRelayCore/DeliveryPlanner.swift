@@ -13,7 +13,7 @@ public struct DeliveryPlanner: Sendable {
         public var rows: [OutboxRow]
         /// SHA-256 of the content without its timestamp, stored to recognise a repeat.
         public var stateHash: String?
-        public var eventType: String
+        public var event: OutboxEvent
         public var activityID: UUID? { delivery.activityID }
         public var timestamp: Int64 { delivery.timestamp }
     }
@@ -127,7 +127,7 @@ public struct DeliveryPlanner: Sendable {
                 continue
             }
             // An Android activity created through the API begins with `start` (the app shows its notification then).
-            let starts = snapshot.platform == .android && activityRows.contains { $0.eventType == "start" }
+            let starts = snapshot.platform == .android && activityRows.contains { $0.event == .activity(.start) }
             let event: LiveActivityEvent = snapshot.status == .ended ? .end : starts ? .start : .update
             let content = LiveActivityContent(
                 event: event, contentState: APNsPayload.mergingNote(snapshot.message, into: snapshot.contentState),
@@ -154,7 +154,7 @@ public struct DeliveryPlanner: Sendable {
                 sessionID: activityRows[0].sessionID, timestamp: max(now, snapshot.lastTimestamp ?? 0))
             delivery.priorityReason = reason
             plan.pushes.append(
-                Push(delivery: delivery, rows: activityRows, stateHash: stateHash, eventType: event.rawValue))
+                Push(delivery: delivery, rows: activityRows, stateHash: stateHash, event: .activity(event)))
         }
         return plan
     }
@@ -195,6 +195,6 @@ public struct DeliveryPlanner: Sendable {
             id: row.apnsID, bundleID: bundleID, environment: row.environment ?? .production, sessionID: row.sessionID,
             timestamp: now)
         delivery.priorityReason = row.kind == .start ? .start : .requested
-        return Push(delivery: delivery, rows: [row], stateHash: nil, eventType: row.eventType)
+        return Push(delivery: delivery, rows: [row], stateHash: nil, event: row.event)
     }
 }

@@ -14,7 +14,7 @@ public struct OutboxRow: Sendable, Hashable {
     public var activityID: UUID?
     /// The broadcast channel of a `channel` row (and of a `start` that follows a channel).
     public var channelID: UUID?
-    public var eventType: String
+    public var event: OutboxEvent
     public var secretHash: String?
     public var sessionID: String?
     public var deviceToken: String?
@@ -29,9 +29,9 @@ public struct OutboxRow: Sendable, Hashable {
     public var attempts: Int
 
     public init(
-        id: Int64, kind: Kind, platform: Platform = .ios, activityID: UUID? = nil, eventType: String,
-        secretHash: String? = nil, sessionID: String? = nil,
-        deviceToken: String? = nil, bundleID: String? = nil, environment: APNsEnvironment? = nil, payload: JSONValue? = nil,
+        id: Int64, kind: Kind, platform: Platform = .ios, activityID: UUID? = nil, event: OutboxEvent,
+        secretHash: String? = nil, sessionID: String? = nil, deviceToken: String? = nil, bundleID: String? = nil,
+        environment: APNsEnvironment? = nil, payload: JSONValue? = nil,
         priority: Int? = nil, apnsID: UUID = UUID(), requestID: UUID? = nil, enqueuedAt: Double, attempts: Int = 0,
         channelID: UUID? = nil
     ) {
@@ -40,7 +40,7 @@ public struct OutboxRow: Sendable, Hashable {
         self.kind = kind
         self.platform = platform
         self.activityID = activityID
-        self.eventType = eventType
+        self.event = event
         self.secretHash = secretHash
         self.sessionID = sessionID
         self.deviceToken = deviceToken

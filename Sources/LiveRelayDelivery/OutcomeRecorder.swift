@@ -49,7 +49,7 @@ struct OutcomeRecorder: Sendable {
             var entry = log(newest, status, error, answered: true)
             if newest.activityID != nil {
                 entry.lifecycle = LifecycleEvent.forOutcome(
-                    kind: newest.kind, event: LiveActivityEvent(rawValue: push.eventType), status: status,
+                    kind: newest.kind, event: push.event.liveActivityEvent, status: status,
                     deadToken: deadToken)
             }
             outcome.logs.append(entry)

@@ -166,7 +166,7 @@ public struct DeliveryLogEntry: Sendable {
                 environment: APNsEnvironment?, token: String?, providerStatus: Int?, providerReason: String?,
                 latencyMilliseconds: Double?) {
         self.secretHash = row.secretHash
-        self.eventType = row.eventType
+        self.eventType = row.event.text
         self.sessionID = row.sessionID
         self.status = status
         self.error = error

@@ -24,15 +24,16 @@ struct ClaimedRow {
     var widgetIdleSeconds: Double?
 
     init(_ postgres: PostgresRow) throws {
-        let (id, kind, rowPlatform, activityID, eventType, secretHash, sessionID, deviceToken, bundleID, environment,
-             payload, priority, apnsID, requestID, enqueuedAt, attempts, databaseNow, locked,
+        let (id, kindText, rowPlatform, activityID, eventType, secretHash, sessionID, deviceToken, bundleID,
+             environment, payload, priority, apnsID, requestID, enqueuedAt, attempts, databaseNow, locked,
              snapshotID, token, snapshotBundle, snapshotEnvironment, status, contentState, stale, dismissal,
              relevance, snapshotPriority, hasMessage, message, lastTimestamp, lastPayload, platform,
              frequentUpdates, priority10LastHour, channelID, channelState, foreground, widgetRegistered,
              widgetIdle) = try postgres.decode(Columns.self)
+        let kind = OutboxRow.Kind(rawValue: kindText) ?? .alert
         row = OutboxRow(
-            id: id, kind: OutboxRow.Kind(rawValue: kind) ?? .alert, platform: Platform(rawValue: rowPlatform) ?? .ios,
-            activityID: activityID, eventType: eventType, secretHash: secretHash, sessionID: sessionID,
+            id: id, kind: kind, platform: Platform(rawValue: rowPlatform) ?? .ios, activityID: activityID,
+            event: OutboxEvent(kind: kind, text: eventType), secretHash: secretHash, sessionID: sessionID,
             deviceToken: deviceToken, bundleID: bundleID, environment: environment.flatMap(APNsEnvironment.init),
             payload: payload.flatMap { try? JSONValue(parsing: $0) }, priority: priority.map(Int.init), apnsID: apnsID,
             requestID: requestID, enqueuedAt: enqueuedAt, attempts: Int(attempts), channelID: channelID)

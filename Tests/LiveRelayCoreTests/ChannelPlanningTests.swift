@@ -15,7 +15,7 @@ struct ChannelPlanningTests {
 
     static func row(_ id: Int64, _ step: ChannelStep, platform: Platform = .ios, payload: JSONValue? = nil)
         -> OutboxRow {
-        OutboxRow(id: id, kind: .channel, platform: platform, eventType: step.rawValue, bundleID: "dev.bundle",
+        OutboxRow(id: id, kind: .channel, platform: platform, event: .channel(step), bundleID: "dev.bundle",
                   environment: .production, payload: payload, enqueuedAt: Double(now), channelID: channelID)
     }
 
@@ -39,12 +39,12 @@ struct ChannelPlanningTests {
                               Self.channel())
         let push = try #require(burst.pushes.first)
         #expect(burst.pushes.count == 1 && burst.left == 1)
-        #expect(push.rows.map(\.id) == [3, 2, 1] && push.eventType == "update")
+        #expect(push.rows.map(\.id) == [3, 2, 1] && push.event == .channel(.update))
         guard case .channel(let message) = push.delivery.content else { Issue.record("not a channel"); return }
         #expect(message.content?.contentState == .object(["n": .integer(3)]))
         #expect(push.delivery.expiration == 0, "storage policy 0: apns-expiration 0")
         let create = Self.plan([Self.row(1, .create), Self.row(2, .update)], Self.channel(apnsID: nil))
-        #expect(create.pushes.map(\.eventType) == ["create"] && create.left == 1)
+        #expect(create.pushes.map(\.event) == [.channel(.create)] && create.left == 1)
     }
 
     @Test("before Apple created it, updates wait (settled: creation queues the latest); after ending, updates stop")

@@ -17,7 +17,7 @@ struct DeliveryPlannerTests {
     }
 
     func rows(_ ids: [Int64]) -> [OutboxRow] {
-        ids.map { OutboxRow(id: $0, kind: .activity, activityID: activity, eventType: "update", enqueuedAt: 0) }
+        ids.map { OutboxRow(id: $0, kind: .activity, activityID: activity, event: .activity(.update), enqueuedAt: 0) }
     }
 
     @Test("a burst of rows for one activity becomes one push of its current state")
@@ -51,7 +51,7 @@ struct DeliveryPlannerTests {
     func endAndInvalidated() throws {
         let end = planner.plan(
             rows: rows([1]), snapshots: [activity: snapshot(status: .ended)], lockedActivities: [activity], now: 1)
-        #expect(end.pushes.first?.eventType == "end")
+        #expect(end.pushes.first?.event == .activity(.end))
         #expect(end.pushes.first?.delivery.priority == 10)
         let dead = planner.plan(
             rows: rows([1]), snapshots: [activity: snapshot(status: .invalidated)], lockedActivities: [activity],

@@ -18,7 +18,7 @@ struct ForegroundPlanningTests {
         var planner = DeliveryPlanner()
         planner.foregroundPolicy = policy
         let payload: JSONValue? = alert ? .object(["alert": .object(["title": .string("t")])]) : nil
-        let row = OutboxRow(id: 1, kind: .activity, activityID: activity, eventType: "update", payload: payload,
+        let row = OutboxRow(id: 1, kind: .activity, activityID: activity, event: .activity(.update), payload: payload,
                             enqueuedAt: 0)
         return planner.plan(rows: [row], snapshots: [activity: snapshot], lockedActivities: [activity], now: 100)
     }
@@ -50,7 +50,7 @@ struct ForegroundPlanningTests {
 
     func widgetRows(_ ids: [Int64], token: String = "cc22") -> [OutboxRow] {
         ids.map {
-            OutboxRow(id: $0, kind: .widget, eventType: "reload", deviceToken: token, bundleID: "b.app",
+            OutboxRow(id: $0, kind: .widget, event: .widgetReload, deviceToken: token, bundleID: "b.app",
                       environment: .sandbox, payload: APNsPayload.widgetReload, priority: 10, enqueuedAt: 0)
         }
     }

@@ -66,7 +66,7 @@ struct LifecycleRulesTests {
                 id: id, activityToken: "aa11", bundleID: "b", environment: .production,
                 status: ended ? .ended : .active, contentState: .object(["n": .integer(Int64(count))]),
                 frequentUpdates: frequent, priority10LastHour: count)
-            let row = OutboxRow(id: 1, kind: .activity, activityID: id, eventType: "update",
+            let row = OutboxRow(id: 1, kind: .activity, activityID: id, event: .activity(.update),
                                 payload: alert ? .object(["alert": .object(["title": .string("t")])]) : nil,
                                 enqueuedAt: 0)
             let push = try #require(planner.plan(rows: [row], snapshots: [id: snapshot], lockedActivities: [id],
@@ -86,7 +86,7 @@ struct LifecycleRulesTests {
         let id = UUID()
         let snapshot = ActivitySnapshot(id: id, activityToken: nil, bundleID: "b", environment: .production,
                                         status: .active, contentState: .object([:]))
-        let row = OutboxRow(id: 1, kind: .activity, activityID: id, eventType: "update", enqueuedAt: 0)
+        let row = OutboxRow(id: 1, kind: .activity, activityID: id, event: .activity(.update), enqueuedAt: 0)
         let plan = DeliveryPlanner().plan(rows: [row], snapshots: [id: snapshot], lockedActivities: [id], now: 1)
         #expect(plan.pushes.isEmpty)
         #expect(plan.settled.map(\.status) == [.coalesced] && plan.settled.first?.reason == .awaitingToken)

@@ -16,7 +16,7 @@ struct OutcomeRecorderTests {
     static func push(platform: Platform = .ios, kind: OutboxRow.Kind = .activity, attempts: Int = 0,
                      queuedSecondsAgo: Double = 0.5) -> DeliveryPlanner.Push {
         let rows = [12, 11].map {
-            OutboxRow(id: Int64($0), kind: kind, platform: platform, activityID: activity, eventType: "update",
+            OutboxRow(id: Int64($0), kind: kind, platform: platform, activityID: activity, event: .activity(.update),
                       enqueuedAt: now - queuedSecondsAgo - Double(12 - $0), attempts: attempts)
         }
         let delivery = Delivery(
@@ -24,7 +24,7 @@ struct OutcomeRecorderTests {
             content: .liveActivity(LiveActivityContent(event: .update, contentState: .object(["n": .integer(1)]))),
             priority: 10, expiration: 0, id: UUID(), bundleID: "dev.liverelay.test", environment: .production,
             activityID: activity, timestamp: 1_800_000_000)
-        return DeliveryPlanner.Push(delivery: delivery, rows: rows, stateHash: "hash", eventType: "update")
+        return DeliveryPlanner.Push(delivery: delivery, rows: rows, stateHash: "hash", event: .activity(.update))
     }
 
     static func record(_ result: DeliveryResult, _ push: DeliveryPlanner.Push = push(), random: Double = 0.5)
