@@ -1,6 +1,7 @@
 /// What a claimed outbox row asks for: its `event_type`, read once with its kind. An alert's is the relay event's
-/// own type (named by whoever posted it) and stays text; every other kind's comes from a closed set, and a text
-/// outside it (a row written by hand, or by a newer relay's SQL) is kept as `unrecognised` for the planner to refuse.
+/// own type (named by whoever posted it) and stays text; every other kind's comes from a closed set. A text outside
+/// it (a row written by hand, or by a newer relay's SQL) is kept as `unrecognised`: a channel row with one is refused
+/// as malformed, and an activity's push is built from the activity's state whatever its rows say.
 public enum OutboxEvent: Sendable, Hashable {
     /// An activity's push (`update`, `end`; `start` for a push-to-start row or an Android activity's first).
     case activity(LiveActivityEvent)
