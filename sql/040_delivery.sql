@@ -173,7 +173,8 @@ END $$;
 -- remembered per activity (with the priority-10 sends of the last hour, for the update budget). The log arrays run
 -- in parallel (one element per log row, NULL where a row has no such value: no activity, no answer, no latency,
 -- no event; `log_lifecycle` is the event a row's outcome emits), as do the retry and sent arrays. The nullif()s
--- below read a relay of an earlier version, which sent '' / 0 / -1 for NULL, while it runs beside this one. Returns how many webhook rows the events queued (the worker rings its webhook workers then).
+-- below read a relay of an earlier version, which sent '' / 0 / -1 for NULL, while it runs beside this one.
+-- Returns how many webhook rows the events queued (the worker rings its webhook workers then).
 -- PL/pgSQL, not SQL: a session keeps its statements' plans, where a SQL function plans them again at every call.
 -- Times are the statement's, not now(): the batch's transaction was begun when the previous batch ended, so now()
 -- may be seconds old, and a retry scheduled from it would come before its Retry-After.
