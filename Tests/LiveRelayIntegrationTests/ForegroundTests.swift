@@ -61,6 +61,9 @@ struct ForegroundTests {
                 #expect(try await Self.priority(h, "fg-1", token, 2) == "5")
                 let listed = try await api.request(.GET, "/v1/live-activities", headers: RelayHTTP.admin)
                 #expect(listed.text.contains(#""foreground":true"#), "\(listed.text)")
+                // The push reaches APNs before its batch records it: the second send's log row, once written.
+                try await h.waitUntil(
+                    "SELECT count(*) >= 2 FROM delivery_log WHERE session_id = 'fg-1' AND status = 'sent'")
                 #expect(try await h.rows("""
                     SELECT priority_reason FROM delivery_log WHERE session_id = 'fg-1' AND status = 'sent'
                     ORDER BY id DESC LIMIT 1
