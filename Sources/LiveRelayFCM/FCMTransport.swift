@@ -15,7 +15,8 @@ public struct FCMTransport: DeliveryTransport {
     private let tokens: FCMAccessTokenSource
 
     /// - Parameter eventLoop: where the connection to FCM lives (by default one of the shared group's).
-    public init(configuration: FCMConfiguration, tokens: FCMAccessTokenSource, eventLoop: (any EventLoop)? = nil) throws {
+    public init(configuration: FCMConfiguration, tokens: FCMAccessTokenSource,
+                eventLoop: (any EventLoop)? = nil) throws {
         self.http = try HTTP2Client(
             caFile: configuration.caFile,
             limits: .init(

@@ -14,8 +14,10 @@ struct ClaimedRow {
     var databaseNow: Int64
     /// This worker holds the lock the row needs (its activity's, its channel side's or its widget token's).
     var locked: Bool
-    /// The state of the row's activity, when locked and the activity still exists.
-    var activity: ActivitySnapshot?
+    /// The state of the row's activity, when locked and the activity still exists. Built when asked (its content is
+    /// parsed then): the claim returns an activity's state beside each of its rows, and the store reads it once.
+    var activity: ActivitySnapshot? { activityColumns?.snapshot }
+    private var activityColumns: ActivityColumns?
     /// The row's channel as JSON (`ChannelSnapshot(claimed:platform:)`), when locked and the channel still exists.
     var channelState: String?
     /// For a widget row whose token is locked: whether a device still has the token, and the seconds since its last
@@ -41,19 +43,35 @@ struct ClaimedRow {
         self.locked = locked
         if locked, let activityID, snapshotID != nil, let snapshotBundle,
            let status = status.flatMap(ActivityStatus.init(rawValue:)) {
-            activity = ActivitySnapshot(
-                id: activityID, activityToken: token, bundleID: snapshotBundle,
-                environment: snapshotEnvironment.flatMap(APNsEnvironment.init(rawValue:)) ?? .production,
-                status: status, platform: platform.flatMap(Platform.init(rawValue:)) ?? .ios,
-                contentState: contentState.flatMap { try? JSONValue(parsing: $0) }, staleDate: stale,
-                dismissalDate: dismissal, relevanceScore: relevance, priority: Int(snapshotPriority ?? 10),
-                message: hasMessage ? (message ?? "") : nil, lastTimestamp: lastTimestamp,
-                lastPayloadHash: lastPayload, frequentUpdates: frequentUpdates,
-                priority10LastHour: Int(priority10LastHour), foreground: foreground)
+            activityColumns = ActivityColumns(
+                id: activityID, token: token, bundleID: snapshotBundle, environment: snapshotEnvironment,
+                status: status, platform: platform, contentState: contentState, stale: stale, dismissal: dismissal,
+                relevance: relevance, priority: snapshotPriority, message: hasMessage ? (message ?? "") : nil,
+                lastTimestamp: lastTimestamp, lastPayload: lastPayload, frequentUpdates: frequentUpdates,
+                priority10LastHour: priority10LastHour, foreground: foreground)
         }
         self.channelState = channelState
         self.widgetRegistered = widgetRegistered
         widgetIdleSeconds = widgetIdle
+    }
+
+    /// An activity's state as the claim returned it, not yet parsed.
+    private struct ActivityColumns {
+        var id: UUID, token: String?, bundleID: String, environment: String?, status: ActivityStatus
+        var platform: String?, contentState: String?, stale: Int64?, dismissal: Int64?, relevance: Double?
+        var priority: Int32?, message: String?, lastTimestamp: Int64?, lastPayload: String?
+        var frequentUpdates: Bool, priority10LastHour: Int32, foreground: Bool
+
+        var snapshot: ActivitySnapshot {
+            ActivitySnapshot(
+                id: id, activityToken: token, bundleID: bundleID,
+                environment: environment.flatMap(APNsEnvironment.init(rawValue:)) ?? .production,
+                status: status, platform: platform.flatMap(Platform.init(rawValue:)) ?? .ios,
+                contentState: contentState.flatMap { try? JSONValue(parsing: $0) }, staleDate: stale,
+                dismissalDate: dismissal, relevanceScore: relevance, priority: Int(priority ?? 10), message: message,
+                lastTimestamp: lastTimestamp, lastPayloadHash: lastPayload, frequentUpdates: frequentUpdates,
+                priority10LastHour: Int(priority10LastHour), foreground: foreground)
+        }
     }
 
     /// The function's columns, in order: the outbox row (id … attempts), the clock and the lock, the activity's state
