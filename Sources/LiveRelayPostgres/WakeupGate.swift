@@ -33,7 +33,9 @@ struct WakeupGate: Sendable {
 
     /// A wake-up (`notified`: a writer's notification, naming `rows`; else the relay's own re-scan): every consumer
     /// that does not share work, and the first idle worker, which counts as busy after a writer's notification.
-    mutating func wakeUp(notified: Bool, rows: [Int64] = [], at now: ContinuousClock.Instant) -> [Consumer] {
+    /// A re-scan that saw no due delivery (`due` false) rings no worker: its claim would find nothing.
+    mutating func wakeUp(notified: Bool, rows: [Int64] = [], due: Bool = true,
+                         at now: ContinuousClock.Instant) -> [Consumer] {
         if notified { publishedIdle = false }
         if !rows.isEmpty, notifiedRows.isEmpty { notifiedAt = now }
         notifiedRows += rows
@@ -41,6 +43,7 @@ struct WakeupGate: Sendable {
             notifiedRows.removeFirst(notifiedRows.count - Self.notifiedRowsKept)
         }
         var ring = (0..<consumers).filter { !sharing.contains($0) }
+        guard notified || due else { return ring }
         if let worker = sharing.sorted().first(where: { !busy.contains($0) }) {
             ring.append(worker)
             if notified { busy.insert(worker) }

@@ -33,6 +33,15 @@ struct WakeupGateDecisionTests {
         #expect(rung == [0, 1] && gate.busy.isEmpty)
     }
 
+    @Test("a re-scan that saw nothing due rings only the stream; a writer's wake-up always rings a worker")
+    func rescanWithNothingDue() {
+        var gate = Self.gate()
+        let rescan = gate.wakeUp(notified: false, due: false, at: Self.at)
+        #expect(rescan == [0] && gate.busy.isEmpty)
+        let notified = gate.wakeUp(notified: true, due: false, at: Self.at)
+        #expect(notified == [0, 1] && gate.busy == [1])
+    }
+
     @Test("after a writer's wake-up the row already says busy: a worker finding work writes nothing")
     func busyAfterWakeUpWritesNothing() {
         var gate = Self.gate()
