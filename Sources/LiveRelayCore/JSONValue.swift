@@ -10,35 +10,6 @@ public enum JSONValue: Sendable, Hashable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    /// Parses JSON text; throws `DecodingError` when the text is not JSON.
-    public init(parsing text: String) throws {
-        // JSONSerialization, not JSONDecoder: decoding this enum through Decodable tries each type in turn and pays
-        // for a thrown error per miss, which was 13% of the relay's CPU per push under load.
-        let object = try JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)
-        self = try JSONValue(foundation: object)
-    }
-
-    /// Converts what JSONSerialization returns. Its numbers are NSNumbers: booleans are the ones of type `c`.
-    private init(foundation value: Any) throws {
-        switch value {
-        // Swift containers and strings first: testing a Swift dictionary against a class (NSNumber, NSNull)
-        // bridges it to NSDictionary first, which was half the cost of this conversion.
-        case let object as [String: Any]: self = .object(try object.mapValues(JSONValue.init(foundation:)))
-        case let array as [Any]: self = .array(try array.map(JSONValue.init(foundation:)))
-        case let string as String: self = .string(string)
-        case is NSNull: self = .null
-        case let number as NSNumber:
-            switch String(cString: number.objCType) {
-            case "c", "B": self = .bool(number.boolValue)
-            case "d", "f", "Q": self = .number(number.doubleValue)
-            default: self = .integer(number.int64Value)
-            }
-        default:
-            let description = "unexpected JSON value \(type(of: value))"
-            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: description))
-        }
-    }
-
     /// The members of an object, or nil for any other value.
     public var objectValue: [String: JSONValue]? {
         if case .object(let members) = self { return members }
