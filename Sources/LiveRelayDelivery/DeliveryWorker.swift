@@ -120,10 +120,10 @@ public final class DeliveryWorker: Service, Sendable {
                 throw CancellationError()
             }
             if result.processed > 0 {
-                // This worker looks again at once; others only when there may be more than one batch of work
-                // (ringing every worker after every batch cost each one-row write several empty claims). A worker
-                // that skipped rows of an activity this batch held looks again within 20 ms (below).
-                listener.ringAfterBatch(from: gateID, full: result.claimed >= configuration.batchSize)
+                // This worker looks again at once; the others were rung when its claim came back full (ringing
+                // every worker after every batch cost each one-row write several empty claims). A worker that
+                // skipped rows of an activity this batch held looks again within 20 ms (below).
+                listener.ringAfterBatch()
                 if result.named && result.claimed < configuration.batchSize && !result.more {
                     // It sent what a wake-up named: the writes that came meanwhile without one (they found the relay
                     // busy) are found by the re-scan that follows going idle, so it goes idle now rather than
@@ -194,6 +194,9 @@ public final class DeliveryWorker: Service, Sendable {
         guard !rows.isEmpty else { return BatchResult() }
         // Busy from the claim on, so that the relay does not say idle while this batch sends.
         listener.reportBusy(gateID)
+        // More than a batch is waiting: the other workers claim beside this one while it sends (after its batch, they
+        // would wait for its sends and record: the first 45 ms of a 1,000-channel update, one worker at work).
+        if rows.count >= configuration.batchSize { listener.ringOtherWorkers(than: gateID) }
         let plan = planner.plan(
             rows: rows, snapshots: claim.snapshots, lockedActivities: claim.lockedActivities,
             channels: claim.channels, lockedChains: claim.lockedChains, widgets: claim.widgets, now: claim.now)

@@ -61,9 +61,14 @@ struct WakeupGate: Sendable {
     }
 
     /// After a worker's batch: the consumers that are not workers look for what writers committed without
-    /// notifying; after a full batch (more work than one batch) every other consumer too.
-    func afterBatch(from worker: Consumer, full: Bool) -> [Consumer] {
-        (0..<consumers).filter { full ? $0 != worker : !sharing.contains($0) }
+    /// notifying. (The other workers were rung when its claim came back full, if it did: `othersThan`.)
+    func afterBatch() -> [Consumer] {
+        (0..<consumers).filter { !sharing.contains($0) }
+    }
+
+    /// A worker's claim came back full (more than one batch of work): the other workers, to claim beside it.
+    func othersThan(_ worker: Consumer) -> [Consumer] {
+        sharing.sorted().filter { $0 != worker }
     }
 
     /// A consumer found work. True when the row must be rewritten (it said idle); after a wake-up it already says

@@ -74,12 +74,18 @@ public final class WakeupListener: Service, Sendable {
     public static let webhooksPayload = "webhooks"
 
     /// After a worker's batch: the consumers that are not workers (the stream) look for what was committed while
-    /// writers did not notify; the other workers only when the batch was full (more than one batch of work). A
-    /// worker that finds nothing to do re-scans, goes idle and rings one worker more (see `writeGate`).
-    public func ringAfterBatch(from id: Int, full: Bool) {
+    /// writers did not notify. A worker that finds nothing to do re-scans, goes idle and rings one worker more (see
+    /// `writeGate`).
+    public func ringAfterBatch() {
         let doorbells = state.withLock { state in
-            state.gate.afterBatch(from: id, full: full).map { state.doorbells[$0] }
+            state.gate.afterBatch().map { state.doorbells[$0] }
         }
+        for doorbell in doorbells { doorbell.ring() }
+    }
+
+    /// A worker's claim came back full: the other workers claim the rest meanwhile, rather than after its batch.
+    public func ringOtherWorkers(than id: Int) {
+        let doorbells = state.withLock { state in state.gate.othersThan(id).map { state.doorbells[$0] } }
         for doorbell in doorbells { doorbell.ring() }
     }
 

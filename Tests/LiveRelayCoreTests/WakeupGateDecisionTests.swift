@@ -100,11 +100,11 @@ struct WakeupGateDecisionTests {
         #expect(rewrite)
     }
 
-    @Test("after a batch: the stream looks; after a full batch every other consumer too")
+    @Test("after a batch the stream looks; a full claim rings the other workers, never the stream or itself")
     func afterBatch() {
         let gate = Self.gate()
-        #expect(gate.afterBatch(from: 1, full: false) == [0])
-        #expect(gate.afterBatch(from: 1, full: true) == [0, 2])
+        #expect(gate.afterBatch() == [0])
+        #expect(gate.othersThan(1) == [2] && gate.othersThan(2) == [1])
     }
 
     @Test("named rows are taken in order up to a limit, with when the first was named; at most 1,000 wait")
