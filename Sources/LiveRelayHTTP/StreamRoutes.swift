@@ -52,6 +52,7 @@ public struct StreamRoutes: Sendable {
             throw APIError(status: .serviceUnavailable,
                            message: "the stream is not ready yet (the database is unreachable); retry")
         }
+        await hub.catchUp()
         let subscriber = StreamSubscriber(limit: StreamSubscriber.defaultLimit)
         let (id, cursor) = hub.subscribe(channels: Set(channels), sink: subscriber)
         var prefix = [SSEFrame.connected]

@@ -37,6 +37,9 @@ public final class BroadcastHub: Service, Sendable {
         var subscribers: [UUID: Subscriber] = [:]
         /// Channel → its subscribers, so an event reaches its readers without a scan of everyone.
         var byChannel: [String: Set<UUID>] = [:]
+        /// Reads of the log begun so far, and who waits for the end of a read (by its number): `catchUp`.
+        var readsBegun = 0
+        var catchUps: [(read: Int, bell: Doorbell)] = []
     }
 
     private let connector: DatabaseConnector
@@ -85,6 +88,22 @@ public final class BroadcastHub: Service, Sendable {
     }
 
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+
+    /// Brings the hub's position up to now before a first subscriber takes it (waits for a read that begins after
+    /// this call, at most `timeout`). With nobody subscribed the hub reads once a second rather than at every wake-up
+    /// (the reads cost each write ~0.6 ms of the relay's CPU for no reader), so its position may be a second old, and
+    /// a subscriber that took it would be sent that second's events.
+    public func catchUp(timeout: Duration = .seconds(2)) async {
+        let bell = Doorbell()
+        let waits = state.withLock { state -> Bool in
+            guard state.subscribers.isEmpty else { return false }
+            state.catchUps.append((state.readsBegun + 1, bell))
+            return true
+        }
+        guard waits else { return }
+        doorbell.ring()
+        await bell.wait(timeout: timeout)
+    }
 
     /// True once the hub has read the log's position.
     public var isStarted: Bool { state.withLock { $0.order.isStarted } }
@@ -155,7 +174,11 @@ public final class BroadcastHub: Service, Sendable {
             // commits later rings the bell (a writer's wake-up, a delivery batch, the gate's re-scan), which keeps
             // a ring that comes while it reads.
             if result.delivered < Self.readLimit {
-                await doorbell.wait(timeout: .seconds(1))
+                // With no subscriber (and no one catching up), wake-ups are let pass: the next read is a second on.
+                let until = ContinuousClock.now + .seconds(1)
+                repeat {
+                    await doorbell.wait(timeout: until - .now)
+                } while isIdle && ContinuousClock.now < until && !Task.isCancelled && !Task.isShuttingDownGracefully
             }
         }
     }
@@ -168,9 +191,25 @@ public final class BroadcastHub: Service, Sendable {
         state.withLock { $0.order.start(at: maximum) }
     }
 
+    /// Nobody subscribed and nobody catching up.
+    private var isIdle: Bool { state.withLock { $0.subscribers.isEmpty && $0.catchUps.isEmpty } }
+
     /// Reads what follows the cursor and delivers it in order.
     func poll(on connection: PostgresConnection) async throws -> (delivered: Int, heldBack: Bool) {
-        let cursor = state.withLock { $0.order.cursor }
+        let (cursor, read) = state.withLock { state in
+            state.readsBegun += 1
+            return (state.order.cursor, state.readsBegun)
+        }
+        defer {
+            let caughtUp = state.withLock { state in
+                let (done, waiting) = state.catchUps.reduce(into: ([Doorbell](), [(read: Int, bell: Doorbell)]())) {
+                    if $1.read <= read { $0.0.append($1.bell) } else { $0.1.append($1) }
+                }
+                state.catchUps = waiting
+                return done
+            }
+            for bell in caughtUp { bell.ring() }
+        }
         var rows: [BroadcastEvent] = []
         var xmin: Int64 = 0
         var xmax: Int64 = 0

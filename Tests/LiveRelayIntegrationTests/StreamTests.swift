@@ -45,6 +45,24 @@ struct StreamTests {
         }
     }
 
+    @Test("with nobody listening the hub reads the log lazily; a new client still gets only what follows it")
+    func newClientAfterQuietPeriod() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let device = UUID()
+                let query = "channel=device:\(device.uuidString.lowercased())"
+                // Written while nobody listens, just before the client connects (the hub has not read it yet).
+                try await h.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'old')")
+                let stream = try await SSEClient(port: port, query: query, headers: RelayHTTP.admin)
+                #expect(stream.status == 200)
+                try await h.sql("UPDATE device_live_activity_message SET message = 'new' WHERE device_uuid = \(device)")
+                let events = try await stream.wait { $0.count >= 1 }
+                #expect(events.map { $0.json?.objectValue?["message"] } == [.string("new")], "sent what came before it")
+                stream.close()
+            }
+        }
+    }
+
     @Test("401 without credentials, 403 for channels the caller may not read; device tokens and pairing secrets read their own")
     func authorization() async throws {
         try await Harness.with { h in
