@@ -264,7 +264,10 @@ public final class DeliveryWorker: Service, Sendable {
         for (index, push) in pushes.enumerated() { groups[push.delivery.platform.transport, default: []].append(index) }
         var results = [DeliveryResult?](repeating: nil, count: pushes.count)
         let transports = self.transports
-        let sendable = groups.compactMap { kind, indices in transports[kind].map { ($0, indices) } }
+        // In a fixed order, APNs first: the first child task runs first on the worker's loop.
+        let sendable = TransportKind.allCases.compactMap { kind in
+            groups[kind].flatMap { indices in transports[kind].map { ($0, indices) } }
+        }
         if sendable.count == 1, let (transport, indices) = sendable.first {
             // One transport (the common case): no child task on the path of every push.
             let answers = await transport.deliver(indices.map { pushes[$0].delivery })

@@ -64,15 +64,21 @@ public final class HTTP2Client: @unchecked Sendable {
 
     private func sendOnce(_ requests: [HTTP2Request]) async -> [Result<HTTP2Response, HTTP2ClientError>] {
         let promise = eventLoop.makePromise(of: [Result<HTTP2Response, HTTP2ClientError>].self)
-        eventLoop.execute {
-            self.start(requests, promise: promise)
+        if eventLoop.inEventLoop {
+            // A delivery worker runs on its client's loop: the requests are written before its task suspends, not
+            // after whatever else the loop has queued (another transport's half of the batch, say).
+            start(requests, promise: promise)
+        } else {
+            eventLoop.execute {
+                self.start(requests, promise: promise)
+            }
         }
         // The promise only ever succeeds: every request gets an answer or an error.
         return (try? await promise.futureResult.get()) ?? requests.map { _ in .failure(.connectionClosed) }
     }
 
     /// Closes the connections.
-    public     func shutdown() async throws {
+    public func shutdown() async throws {
         try await eventLoop.submit {
             for slot in self.slots.values {
                 if case .ready(let connection) = slot { connection.close() }
