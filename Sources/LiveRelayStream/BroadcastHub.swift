@@ -202,10 +202,12 @@ public final class BroadcastHub: Service, Sendable {
         }
         defer {
             let caughtUp = state.withLock { state in
-                let (done, waiting) = state.catchUps.reduce(into: ([Doorbell](), [(read: Int, bell: Doorbell)]())) {
-                    if $1.read <= read { $0.0.append($1.bell) } else { $0.1.append($1) }
+                var done: [Doorbell] = []
+                state.catchUps.removeAll { waiter in
+                    guard waiter.read <= read else { return false }
+                    done.append(waiter.bell)
+                    return true
                 }
-                state.catchUps = waiting
                 return done
             }
             for bell in caughtUp { bell.ring() }
