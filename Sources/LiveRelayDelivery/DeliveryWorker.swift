@@ -153,13 +153,12 @@ public final class DeliveryWorker: Service, Sendable {
     /// The transaction is begun when the previous batch ends, not when a wake-up comes, so that a wake-up costs one
     /// round trip (the claim) before the push is on its way. Any error ends the connection (and the transaction).
     ///
-    /// A claim that found nothing leaves the transaction as it was: it locked no row, wrote nothing and took no
-    /// transaction id, and each statement reads a snapshot of its own, so the next claim may run in it. (Ending and
-    /// beginning it again was two round trips of the three an empty claim cost, and the relay makes one after most
-    /// wake-ups, when it goes idle.)
+    /// A claim that found nothing ends its transaction too: it locked no row, but its statements took their tables'
+    /// `AccessShareLock`s, which would otherwise be held while the worker waits, and an `ALTER TABLE` (a newer relay's
+    /// migration) queued behind them would stop every writer. Empty claims are rare on the wake-up path (the gate's
+    /// re-scan claims only when something is due); the poll makes one per worker every 500 ms.
     func runBatch(on connection: PostgresConnection) async throws -> BatchResult {
         let result = try await batch(on: connection)
-        guard result.claimed > 0 else { return result }
         try await connection.query("COMMIT", logger: logger)
         if result.queuedWebhooks > 0 { listener.ringWebhooks() }
         try await connection.query("BEGIN", logger: logger)
