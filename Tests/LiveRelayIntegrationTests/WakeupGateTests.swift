@@ -50,6 +50,52 @@ struct WakeupGateTests {
         }
     }
 
+    @Test("a writer that read 'busy' and committed while the relay sent is delivered when it turns idle, not by the poll")
+    func commitWhileBusy() async throws {
+        try await Harness.with { h in
+            // A one-minute poll: only the relay's look when it turns idle can deliver within the time allowed.
+            try await h.withRelay(environment: ["LIVERELAY_POLL_INTERVAL_MS": "60000"]) {
+                let busy = try await h.registerActivity(session: "s-busy")
+                let slow = try await h.registerActivity(session: "s-slow")
+                // APNs holds every answer for a second: the relay stays busy with a write to s-busy meanwhile.
+                var faults = SimulatorFaults()
+                faults.delayMilliseconds = 1000
+                h.simulator.setFaults(faults)
+                var exercised = false
+                for n in 1...5 where !exercised {
+                    try await h.sql("""
+                        UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
+                        WHERE session_id = 's-busy'
+                        """)
+                    try await h.waitUntil("SELECT NOT bool_or(idle) FROM relay_wakeup")
+                    try await h.withConnection { writer in
+                        try await writer.query("BEGIN", logger: h.logger)
+                        try await writer.query("""
+                            UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
+                            WHERE session_id = 's-slow'
+                            """, logger: h.logger)
+                        let woke = try await writer.query(
+                            "SELECT current_setting('liverelay.woken', true) IS NOT DISTINCT FROM 'yes'",
+                            logger: h.logger
+                        ).collect().first!.decode(Bool.self)
+                        // It read "busy" (not woken): committed now, while the relay waits for APNs, it is not
+                        // among the writers open when the relay says idle, and it does not notify.
+                        _ = try await writer.query("COMMIT", logger: h.logger)
+                        let stillBusy = try await writer.query(
+                            "SELECT NOT bool_or(idle) FROM relay_wakeup", logger: h.logger
+                        ).collect().first!.decode(Bool.self)
+                        exercised = !woke && stillBusy
+                    }
+                    let pushes = try await h.waitForPushes(timeout: .seconds(10)) {
+                        $0.contains { $0.token == slow && $0.n == Int64(n) }
+                    }
+                    #expect(pushes.contains { $0.token == busy && $0.n == Int64(n) })
+                }
+                #expect(exercised, "no writer read 'busy' and committed while the relay sent, in five tries")
+            }
+        }
+    }
+
     @Test("a writer that read 'busy' and commits long after the relay turned idle is delivered without the poll")
     func slowCommitAfterIdle() async throws {
         try await Harness.with { h in
