@@ -144,14 +144,17 @@ public final class BroadcastHub: Service, Sendable {
     /// Reads the log on one connection until stopped.
     private func follow(on connection: PostgresConnection, lastHeartbeat: inout ContinuousClock.Instant,
                         lastPrune: inout ContinuousClock.Instant) async throws {
-        try await ConnectionScope.run(on: connection, deadline: .seconds(30), what: "reading the broadcast log position") {
+        let position = "reading the broadcast log position"
+        try await ConnectionScope.run(on: connection, deadline: .seconds(30), what: position) {
             try await self.startCursor(on: connection)
         }
         // While a gap holds events back, the hub looks again after 5 ms, then less often (a writer that holds its
         // transaction open can hold a gap for minutes), at least every 200 ms.
         var gapWait = Duration.milliseconds(5)
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            let result = try await ConnectionScope.run(on: connection, deadline: .seconds(30), what: "reading the broadcast log") {
+            let result = try await ConnectionScope.run(
+                on: connection, deadline: .seconds(30), what: "reading the broadcast log"
+            ) {
                 try await self.poll(on: connection)
             }
             if ContinuousClock.now - lastHeartbeat >= .seconds(10) {
@@ -159,7 +162,9 @@ public final class BroadcastHub: Service, Sendable {
                 lastHeartbeat = .now
             }
             if ContinuousClock.now - lastPrune >= .seconds(600) {
-                try await ConnectionScope.run(on: connection, deadline: .seconds(60), what: "pruning the broadcast log") {
+                try await ConnectionScope.run(
+                    on: connection, deadline: .seconds(60), what: "pruning the broadcast log"
+                ) {
                     try await self.prune(on: connection)
                 }
                 lastPrune = .now
@@ -186,8 +191,9 @@ public final class BroadcastHub: Service, Sendable {
     private func startCursor(on connection: PostgresConnection) async throws {
         guard !isStarted else { return }
         var maximum: Int64 = 0
-        for try await value in try await connection.query("SELECT coalesce(max(seq), 0)::int8 FROM broadcast_log", logger: logger)
-            .decode(Int64.self) { maximum = value }
+        for try await value in try await connection.query(
+            "SELECT coalesce(max(seq), 0)::int8 FROM broadcast_log", logger: logger
+        ).decode(Int64.self) { maximum = value }
         state.withLock { $0.order.start(at: maximum) }
     }
 
@@ -216,7 +222,8 @@ public final class BroadcastHub: Service, Sendable {
         var xmin: Int64 = 0
         var xmax: Int64 = 0
         for try await (snapshotXmin, snapshotXmax, seq, channels, event, data) in try await connection.query("""
-            SELECT pg_snapshot_xmin(s.snap)::text::int8, pg_snapshot_xmax(s.snap)::text::int8, b.seq, b.channels, b.event, b.data::text
+            SELECT pg_snapshot_xmin(s.snap)::text::int8, pg_snapshot_xmax(s.snap)::text::int8,
+                   b.seq, b.channels, b.event, b.data::text
             FROM (SELECT pg_current_snapshot() AS snap) s
             LEFT JOIN LATERAL (SELECT seq, channels, event, data FROM broadcast_log WHERE seq > \(cursor)
                                ORDER BY seq LIMIT \(Int64(Self.readLimit))) b ON true
@@ -258,7 +265,8 @@ public final class BroadcastHub: Service, Sendable {
     private func prune(on connection: PostgresConnection) async throws {
         let seconds = retention.components.seconds
         try await connection.query(
-            "DELETE FROM broadcast_log WHERE created_at < now() - make_interval(secs => \(Double(seconds)))", logger: logger)
+            "DELETE FROM broadcast_log WHERE created_at < now() - make_interval(secs => \(Double(seconds)))",
+            logger: logger)
     }
 
     /// The channel name that follows every channel (the dashboard's, for the admin).
