@@ -39,7 +39,8 @@ struct JSONValueTests {
 
             """#)
         #expect(value == .object([
-            "e": .string("q\"b\\s/n\nt\tr\rb\u{8}f\u{C}u\u{E9}\u{0}"), "pair": .string("😀"), "raw": .string("é😀"),
+            "e": .string("q\"b\\s/n\nt\tr\rb\u{8}f\u{C}u\u{E9}\u{0}"),
+            "pair": .string("😀"), "raw": .string("é😀"),
             "n": .array([.integer(0), .integer(0), .integer(-12), .integer(.max), .integer(.min),
                          .number(9223372036854775808), .number(1.25), .number(-0.0025), .number(100), .number(0.1)]),
         ]))

@@ -52,7 +52,8 @@ struct StreamTests {
                 let device = UUID()
                 let query = "channel=device:\(device.uuidString.lowercased())"
                 // Written while nobody listens, just before the client connects (the hub has not read it yet).
-                try await h.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'old')")
+                try await h.sql(
+                    "INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'old')")
                 let stream = try await SSEClient(port: port, query: query, headers: RelayHTTP.admin)
                 #expect(stream.status == 200)
                 try await h.sql("UPDATE device_live_activity_message SET message = 'new' WHERE device_uuid = \(device)")

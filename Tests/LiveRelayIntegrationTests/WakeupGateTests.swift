@@ -50,34 +50,17 @@ struct WakeupGateTests {
         }
     }
 
-    @Test("a writer that read 'busy' and committed while the relay sent is delivered when it turns idle, not by the poll")
+    @Test("""
+        a writer that read 'busy' and committed while the relay sent is delivered when it turns idle, not by the poll
+        """)
     func commitWhileBusy() async throws {
         try await Harness.with { h in
             // A one-minute poll: only the relay's look when it turns idle can deliver within the time allowed.
             try await h.withRelay(environment: ["LIVERELAY_POLL_INTERVAL_MS": "60000"]) {
-                let busy = try await h.registerActivity(session: "s-busy")
-                let slow = try await h.registerActivity(session: "s-slow")
-                // APNs holds every answer for a second: the relay stays busy with a write to s-busy meanwhile.
-                var faults = SimulatorFaults()
-                faults.delayMilliseconds = 1000
-                h.simulator.setFaults(faults)
+                let (busy, slow) = try await Self.slowAPNs(h)
                 var exercised = false
                 for n in 1...5 where !exercised {
-                    try await h.sql("""
-                        UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
-                        WHERE session_id = 's-busy'
-                        """)
-                    try await h.waitUntil("SELECT NOT bool_or(idle) FROM relay_wakeup")
-                    try await h.withConnection { writer in
-                        try await writer.query("BEGIN", logger: h.logger)
-                        try await writer.query("""
-                            UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
-                            WHERE session_id = 's-slow'
-                            """, logger: h.logger)
-                        let woke = try await writer.query(
-                            "SELECT current_setting('liverelay.woken', true) IS NOT DISTINCT FROM 'yes'",
-                            logger: h.logger
-                        ).collect().first!.decode(Bool.self)
+                    try await Self.writeWhileBusy(h, n) { writer, woke in
                         // It read "busy" (not woken): committed now, while the relay waits for APNs, it is not
                         // among the writers open when the relay says idle, and it does not notify.
                         _ = try await writer.query("COMMIT", logger: h.logger)
@@ -101,29 +84,10 @@ struct WakeupGateTests {
         try await Harness.with { h in
             // A one-minute poll: only the gate can deliver within the time allowed.
             try await h.withRelay(environment: ["LIVERELAY_POLL_INTERVAL_MS": "60000"]) {
-                let busy = try await h.registerActivity(session: "s-busy")
-                let slow = try await h.registerActivity(session: "s-slow")
-                // APNs holds every answer for a second: the relay stays busy with a write to s-busy meanwhile.
-                var faults = SimulatorFaults()
-                faults.delayMilliseconds = 1000
-                h.simulator.setFaults(faults)
+                let (busy, slow) = try await Self.slowAPNs(h)
                 var exercised = false
                 for n in 1...5 where !exercised {
-                    try await h.sql("""
-                        UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
-                        WHERE session_id = 's-busy'
-                        """)
-                    try await h.waitUntil("SELECT NOT bool_or(idle) FROM relay_wakeup")
-                    try await h.withConnection { writer in
-                        try await writer.query("BEGIN", logger: h.logger)
-                        try await writer.query("""
-                            UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
-                            WHERE session_id = 's-slow'
-                            """, logger: h.logger)
-                        let woke = try await writer.query(
-                            "SELECT current_setting('liverelay.woken', true) IS NOT DISTINCT FROM 'yes'",
-                            logger: h.logger
-                        ).collect().first!.decode(Bool.self)
+                    try await Self.writeWhileBusy(h, n) { writer, woke in
                         // A loaded machine may have let the relay say idle in between: this writer then woke it
                         // (and holds its row until it commits); try again.
                         guard !woke else {
@@ -146,6 +110,38 @@ struct WakeupGateTests {
                 }
                 #expect(exercised, "no writer read 'busy' in five tries")
             }
+        }
+    }
+
+    /// s-busy and s-slow registered, and APNs holding every answer for a second (a relay sending s-busy stays busy).
+    static func slowAPNs(_ h: Harness) async throws -> (busy: String, slow: String) {
+        let busy = try await h.registerActivity(session: "s-busy")
+        let slow = try await h.registerActivity(session: "s-slow")
+        var faults = SimulatorFaults()
+        faults.delayMilliseconds = 1000
+        h.simulator.setFaults(faults)
+        return (busy, slow)
+    }
+
+    /// Writes `n` to s-busy and waits until the relay is busy sending it; then, in a writer's open transaction, writes
+    /// `n` to s-slow and hands `rest` that writer and whether it woke the relay (it did not when it read "busy").
+    static func writeWhileBusy(
+        _ h: Harness, _ n: Int, rest: (PostgresConnection, Bool) async throws -> Void
+    ) async throws {
+        try await h.sql("""
+            UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id = 's-busy'
+            """)
+        try await h.waitUntil("SELECT NOT bool_or(idle) FROM relay_wakeup")
+        try await h.withConnection { writer in
+            try await writer.query("BEGIN", logger: h.logger)
+            try await writer.query("""
+                UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
+                WHERE session_id = 's-slow'
+                """, logger: h.logger)
+            let woke = try await writer.query(
+                "SELECT current_setting('liverelay.woken', true) IS NOT DISTINCT FROM 'yes'", logger: h.logger
+            ).collect().first!.decode(Bool.self)
+            try await rest(writer, woke)
         }
     }
 }
