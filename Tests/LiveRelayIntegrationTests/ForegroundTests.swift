@@ -70,11 +70,15 @@ struct ForegroundTests {
                     """, as: String.self) == ["foreground"])
                 #expect(try await h.rows(
                     "SELECT foreground FROM liverelay_activities WHERE session_id = 'fg-1'", as: Bool.self) == [true])
+                // An app reads what it is sent, so when it closes nothing is left unread and its socket ends with
+                // FIN (unread bytes would make it a reset, which every server notices).
+                #expect(try await own.read { $0.contains("event: activity-update") }, "\(own.text)")
                 own.close()
-                // Closed on a live relay: at once (the connection's close reaches the relay, which removes its row),
+                // Closed on a live relay: at once (the connection's end reaches the relay, which removes its row),
                 // though this stream followed another request on its connection.
+                // (A heartbeat's failed write would notice it too, but only 10-30 s later.)
                 try await h.waitUntil(
-                    "SELECT NOT foreground FROM liverelay_activities WHERE session_id = 'fg-1'")
+                    timeout: .seconds(5), "SELECT NOT foreground FROM liverelay_activities WHERE session_id = 'fg-1'")
                 #expect(try await Self.priority(h, "fg-1", token, 3) == "10")
 
                 // The pairing secret following the session counts too; `end` is never lowered.
