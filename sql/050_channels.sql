@@ -89,7 +89,11 @@ $$;
 --   content_state of an active channel: update on both sides. active → ended: end on both sides.
 --   → deleted: end first when it was active, then Apple deletes the channel. DELETE of the row: the same.
 -- Writes to ended, deleted or failed channels, and the relay's own (apns_channel_id, failed), queue nothing.
--- Queues a statement's channel steps (in the order given) with their stream events; returns the outbox rows.
+-- Queues a statement's channel steps with their stream events; returns the outbox rows. Steps are queued in the order
+-- given, Apple's before FCM's: a chain (one channel's one side) keeps its order, and a statement writing many channels
+-- has its broadcasts claimed first, since they reach every iOS subscriber at once, where FCM fans a topic message out
+-- at its own pace ("optimized for throughput rather than latency", in Google's words): the topic messages follow in
+-- the next batches, and the whole statement is sent no later.
 CREATE OR REPLACE FUNCTION liverelay_queue_channel_steps(
     ids uuid[], platforms text[], steps text[], bundles text[], envs text[], payloads jsonb[], names text[],
     statuses text[], states jsonb[], events text[]
@@ -106,7 +110,7 @@ BEGIN
     ), queued AS (
         INSERT INTO delivery_outbox (kind, channel_id, platform, event_type, bundle_id, apns_env, payload, request_id)
         SELECT 'channel', id, platform, step, bundle_id, apns_env, payload, liverelay_request_id()
-        FROM s WHERE step IS NOT NULL ORDER BY ord
+        FROM s WHERE step IS NOT NULL ORDER BY platform <> 'ios', ord
         RETURNING id
     ), logged AS (
         INSERT INTO broadcast_log (channels, event, data)

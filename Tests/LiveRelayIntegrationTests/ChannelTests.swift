@@ -194,4 +194,18 @@ struct ChannelFCMTests {
                 """)
         }
     }
+
+    @Test("one statement over many channels queues Apple's broadcasts before the topic messages; both sides all sent")
+    func broadcastsFirst() async throws {
+        try await Harness.withFCMRelay { h, _, _ in
+            try await h.sql("INSERT INTO broadcast_channel (name) SELECT 'many-' || i FROM generate_series(1, 5) i")
+            try await h.waitUntil("SELECT bool_and(apns_channel_id IS NOT NULL) FROM broadcast_channel")
+            let before = try await h.rows("SELECT coalesce(max(outbox_id), 0) FROM delivery_log", as: Int64.self)[0]
+            try await h.sql("UPDATE broadcast_channel SET content_state = jsonb_build_object('n', 1)")
+            let written = "FROM delivery_log WHERE event_type = 'update' AND outbox_id > \(before)"
+            try await h.waitUntil("SELECT count(*) = 10 AND bool_and(status = 'sent') \(unescaped: written)")
+            let order = try await h.rows("SELECT transport \(unescaped: written) ORDER BY outbox_id", as: String.self)
+            #expect(order == Array(repeating: "apns-broadcast", count: 5) + Array(repeating: "fcm-topic", count: 5))
+        }
+    }
 }
