@@ -87,11 +87,10 @@ public struct StreamRoutes: Sendable {
                 return
             }
             defer { unsubscribe(false) }
-            // On a kept-alive connection, a client that goes is noticed when its connection closes, not at the next
-            // write (up to a heartbeat later): its app is no longer open.
-            if presenceID != nil {
-                ConnectionCloseRegistry.onClose(of: requestHeaders) { unsubscribe(false) }
-            }
+            // On a kept-alive connection, a client that goes is noticed when its connection closes or it ends its
+            // side, not at a failed write up to two heartbeats later: its subscription ends, and its app is no longer
+            // open.
+            ConnectionCloseRegistry.onClose(of: requestHeaders) { unsubscribe(false) }
             let stream = subscriber.forward()
             // The server waits for every response to end before it stops, so on graceful shutdown an open stream
             // ends itself: its subscription is finished, which ends the loop below.
