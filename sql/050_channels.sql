@@ -93,7 +93,7 @@ $$;
 -- given, Apple's before FCM's: a chain (one channel's one side) keeps its order, and a statement writing many channels
 -- has its broadcasts claimed first, since they reach every iOS subscriber at once, where FCM fans a topic message out
 -- at its own pace ("optimized for throughput rather than latency", in Google's words): the topic messages follow in
--- the next batches, and the whole statement is sent no later.
+-- the next batches, and the whole statement takes about as long as with the two sides alternating.
 CREATE OR REPLACE FUNCTION liverelay_queue_channel_steps(
     ids uuid[], platforms text[], steps text[], bundles text[], envs text[], payloads jsonb[], names text[],
     statuses text[], states jsonb[], events text[]

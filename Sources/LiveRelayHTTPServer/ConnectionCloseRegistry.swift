@@ -5,8 +5,8 @@ import NIOHTTPTypes
 
 /// Lets a route that answers a request on a kept-alive connection (served by Hummingbird's task, not detached) learn
 /// when its client goes: each request head is tagged with its connection's number (`ConnectionTagHandler`), and the
-/// route asks for that connection's end. An event stream that counts for presence uses it to stop counting the moment
-/// its client goes, rather than at its next write.
+/// route asks for that connection's end. An event stream uses it to end its subscription (and stop counting for
+/// presence) the moment its client goes, rather than when a write fails.
 ///
 /// A client goes when the connection closes, or when it ends its side (FIN: the server allows half-closure, so the
 /// channel stays open, and Hummingbird reads no further while the stream's response runs). An app that read all it
