@@ -46,7 +46,7 @@ struct CrashRecoveryTests {
             let pushes = try await h.waitForPushes(timeout: .seconds(60)) { pushes in
                 tokens.values.allSatisfy { token in pushes.last { $0.token == token }?.n == Int64(updatesPerActivity) }
             }
-            #expect(relay.stop(signal: SIGTERM) == 0, "serve did not drain and exit cleanly on SIGTERM")
+            #expect(try await relay.finish(signal: SIGTERM) == 0, "serve did not drain and exit cleanly on SIGTERM")
             for token in tokens.values {
                 let states = pushes.filter { $0.token == token }.compactMap(\.n)
                 #expect(zip(states, states.dropFirst()).allSatisfy { $0 <= $1 }, "out of order: \(states)")
@@ -64,14 +64,17 @@ struct CrashRecoveryTests {
     @Test("PostgreSQL restarted under a running relay: it reconnects by itself and delivers everything",
           .timeLimit(.minutes(3)))
     func postgresRestart() async throws {
-        let postgres = try TestCluster.make(name: "restart")
-        try postgres.createDatabase("liverelay")
+        let postgres = try await Blocking.run {
+            let postgres = try TestCluster.make(name: "restart")
+            try postgres.createDatabase("liverelay")
+            return postgres
+        }
         try await Harness.with(databaseURL: postgres.url(database: "liverelay")) { h in
             try await h.withRelay {
                 try await h.registerActivity(session: "s-restart")
                 try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-restart'"#)
                 try await h.waitForPushes { $0.count == 1 }
-                try postgres.restart(mode: "immediate")
+                try await Blocking.run { try postgres.restart(mode: "immediate") }
                 // Writes right after the restart, while the relay is still reconnecting.
                 for n in 2...20 {
                     try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id = 's-restart'")

@@ -141,7 +141,7 @@ struct ForegroundTests {
                 #expect(stream.status == 200)
                 #expect(try await Self.priority(h, "fg-two", token, 1) == "5")
                 holder.stop(signal: SIGKILL)
-                _ = holder.waitForExit()
+                _ = try await holder.waitForExit()
                 // Only this relay sends now, and the dead relay's stream still counts for the window (it beat at
                 // most 5 s ago): this push is lowered by presence another process wrote.
                 #expect(try await Self.priority(h, "fg-two", token, 2) == "5")

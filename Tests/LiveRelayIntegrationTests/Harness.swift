@@ -32,7 +32,7 @@ struct Harness: Sendable {
         async throws {
         var logger = Logger(label: "test")
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
-        let databaseURL = try databaseURL ?? TestCluster.newDatabase()
+        let databaseURL = if let databaseURL { databaseURL } else { try await Blocking.run(TestCluster.newDatabase) }
         let key = P256.Signing.PrivateKey()
         let certificate = try SimulatorCertificate.generate()
         let caFile = NSTemporaryDirectory() + "liverelay-test-ca-\(UUID().uuidString).pem"

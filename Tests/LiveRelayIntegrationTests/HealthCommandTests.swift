@@ -13,11 +13,11 @@ struct HealthCommandTests {
             let (relay, port) = try await RelayProcess.serve(h)
             defer { relay.stop(signal: SIGKILL) }
             let check = try RelayProcess(arguments: ["health"], environment: ["PORT": String(port), "HOST": "0.0.0.0"])
-            #expect(check.waitForExit() == 0, "health said: \(check.output)")
+            #expect(try await check.waitForExit() == 0, "health said: \(check.output)")
             #expect(check.output.contains("answered 200"))
             let wrong = try RelayProcess(
                 arguments: ["health", "--url", "http://127.0.0.1:\(port)/no-such-route"], environment: [:])
-            #expect(wrong.waitForExit() == 1)
+            #expect(try await wrong.waitForExit() == 1)
             #expect(wrong.output.contains("answered 404"), "health said: \(wrong.output)")
         }
     }
@@ -27,11 +27,11 @@ struct HealthCommandTests {
         let port = LocalPostgres.freePort()
         let down = try RelayProcess(arguments: ["health", "--url", "http://127.0.0.1:\(port)/ready", "--timeout", "2"],
                                     environment: [:])
-        #expect(down.waitForExit() == 1)
+        #expect(try await down.waitForExit() == 1)
         #expect(down.output.contains("http://127.0.0.1:\(port)/ready did not answer"), "health said: \(down.output)")
 
         let invalid = try RelayProcess(arguments: ["health", "--url", "ftp://example.invalid/"], environment: [:])
-        #expect(invalid.waitForExit() != 0)
+        #expect(try await invalid.waitForExit() != 0)
         #expect(invalid.output.contains("--url must be an http:// or https:// URL"), "health said: \(invalid.output)")
     }
 }

@@ -25,10 +25,20 @@ final class RelayProcess: @unchecked Sendable {
         return status
     }
 
-    /// Waits for a process that ends by itself (a command, not `serve`); returns its exit status.
-    func waitForExit() -> Int32 {
+    /// Sends a signal the process takes its time over (SIGTERM: it drains) and waits for it to end off the
+    /// cooperative pool (see `Blocking`); returns its exit status.
+    func finish(signal: Int32) async throws -> Int32 {
         if let status = exitStatus { return status }
-        let status = ChildProcess.wait(pid)
+        kill(pid, signal)
+        return try await waitForExit()
+    }
+
+    /// Waits for a process that ends by itself (a command, not `serve`) off the cooperative pool; returns its exit
+    /// status.
+    func waitForExit() async throws -> Int32 {
+        if let status = exitStatus { return status }
+        let pid = self.pid
+        let status = try await Blocking.run { ChildProcess.wait(pid) }
         exitStatus = status
         return status
     }
