@@ -4,8 +4,8 @@ import NIOPosix
 /// NIO's thread pool instead of a thread of Swift's cooperative pool.
 ///
 /// The test process runs up to 12 tests at once, with their in-process relays, on as many cooperative threads as the
-/// machine has cores (two here): a `createdb` waited for on one of them stalled every relay's tasks meanwhile, and a
-/// relay's presence write that came a few seconds late made the foreground tests fail now and then.
+/// machine has cores (two here): a `createdb` waited for on one of them stalls every relay's tasks meanwhile, which
+/// tests with bounds of a few seconds (a closed stream's presence gone, say) must not depend on.
 enum Blocking {
     static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await NIOThreadPool.singleton.runIfActive(work)
