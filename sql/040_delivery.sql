@@ -116,15 +116,12 @@ BEGIN
               WHERE o.id = ANY (claimed) AND o.kind = 'widget') d
         WHERE pg_try_advisory_xact_lock(hashtextextended(d.token, 7033));
     END IF;
-    -- Activities, alerts and starts first; channel and widget rows by a statement of their own, run only when the
-    -- claim holds some: a statement's every join is set up at each call whether or not a row reaches it, and the
-    -- channel and widget joins were a fifth of a one-row claim's time.
     RETURN QUERY
     SELECT c.id, c.kind, c.platform, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token,
            c.bundle_id, c.apns_env, c.payload::text, c.priority::int4, c.apns_id, c.request_id,
            extract(epoch FROM c.enqueued_at)::float8, c.attempts,
            floor(extract(epoch FROM clock_timestamp()))::int8,
-           l.id IS NOT NULL,
+           l.id IS NOT NULL OR lc.id IS NOT NULL OR lw.token IS NOT NULL,
            a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state::text,
            -- An activity without a stale date of its own gets its type's default, counted from its last write.
            floor(extract(epoch FROM coalesce(a.stale_date, a.updated_at + t.stale_after)))::bigint,
@@ -133,7 +130,18 @@ BEGIN
            s.last_timestamp, encode(s.last_payload, 'hex'), a.platform, coalesce(a.frequent_updates, false),
            coalesce((SELECT count(*)::integer FROM unnest(s.priority10_sent_at) AS p(at)
                      WHERE p.at > extract(epoch FROM statement_timestamp()) - 3600), 0),
-           NULL::uuid, NULL::text,
+           c.channel_id,
+           -- A locked channel row's channel, with what its side last sent (NULL when the channel row is gone).
+           CASE WHEN ch.id IS NOT NULL THEN
+               json_build_object(
+                   'id', ch.id, 'name', ch.name, 'bundle_id', ch.bundle_id, 'apns_env', ch.apns_env,
+                   'storage_policy', ch.storage_policy, 'status', ch.status, 'apns_channel_id', ch.apns_channel_id,
+                   'fcm_topic', ch.fcm_topic, 'content_state', ch.content_state, 'priority', ch.priority,
+                   'stale_date', floor(extract(epoch FROM ch.stale_date))::bigint,
+                   'dismissal_date', floor(extract(epoch FROM ch.dismissal_date))::bigint,
+                   'relevance_score', ch.relevance_score,
+                   'last_timestamp', cs.last_timestamp, 'last_payload', cs.last_payload)::text
+           END,
            -- Foreground (sql/025_foreground.sql): a stream of its device or session on a live relay, probed by the
            -- device or the session (the live relays were read once, with the claim's first statement).
            a.id IS NOT NULL
@@ -142,50 +150,22 @@ BEGIN
                 OR EXISTS (SELECT 1 FROM stream_presence p
                            WHERE p.secret_hash = a.secret_hash AND p.session_id = a.session_id
                              AND p.relay_id = ANY (live_relays))),
-           false, NULL::float8
+           lw.token IS NOT NULL AND EXISTS (SELECT 1 FROM device_registration d WHERE d.widget_push_token = lw.token),
+           extract(epoch FROM clock_timestamp() - w.last_sent_at)::float8
     FROM delivery_outbox c
     LEFT JOIN unnest(locked_ids) AS l(id) ON l.id = c.activity_id
     LEFT JOIN activity_registration a ON a.id = l.id
     LEFT JOIN device_live_activity_message m ON m.device_uuid = a.device_uuid
     LEFT JOIN activity_delivery_state s ON s.activity_id = a.id
     LEFT JOIN activity_type_setting t ON t.attributes_type = a.attributes_type
-    WHERE c.id = ANY (claimed) AND c.kind NOT IN ('channel', 'widget')
+    LEFT JOIN unnest(locked_chain_ids, locked_chain_platforms) AS lc(id, platform)
+           ON lc.id = c.channel_id AND lc.platform = c.platform
+    LEFT JOIN broadcast_channel ch ON ch.id = lc.id
+    LEFT JOIN channel_delivery_state cs ON cs.channel_id = lc.id AND cs.platform = lc.platform
+    LEFT JOIN unnest(locked_widgets) AS lw(token) ON c.kind = 'widget' AND lw.token = c.device_token
+    LEFT JOIN widget_delivery_state w ON w.widget_token = lw.token
+    WHERE c.id = ANY (claimed)
     ORDER BY c.next_attempt_at, c.id;
-    IF chains OR widgets THEN
-        RETURN QUERY
-        SELECT c.id, c.kind, c.platform, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token,
-               c.bundle_id, c.apns_env, c.payload::text, c.priority::int4, c.apns_id, c.request_id,
-               extract(epoch FROM c.enqueued_at)::float8, c.attempts,
-               floor(extract(epoch FROM clock_timestamp()))::int8,
-               lc.id IS NOT NULL OR lw.token IS NOT NULL,
-               NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::bigint,
-               NULL::float8, NULL::integer, false, NULL::text, NULL::bigint, NULL::text, NULL::text, false, 0,
-               c.channel_id,
-               -- A locked channel row's channel, with what its side last sent (NULL when the channel row is gone).
-               CASE WHEN ch.id IS NOT NULL THEN
-                   json_build_object(
-                       'id', ch.id, 'name', ch.name, 'bundle_id', ch.bundle_id, 'apns_env', ch.apns_env,
-                       'storage_policy', ch.storage_policy, 'status', ch.status, 'apns_channel_id', ch.apns_channel_id,
-                       'fcm_topic', ch.fcm_topic, 'content_state', ch.content_state, 'priority', ch.priority,
-                       'stale_date', floor(extract(epoch FROM ch.stale_date))::bigint,
-                       'dismissal_date', floor(extract(epoch FROM ch.dismissal_date))::bigint,
-                       'relevance_score', ch.relevance_score,
-                       'last_timestamp', cs.last_timestamp, 'last_payload', cs.last_payload)::text
-               END,
-               false,
-               lw.token IS NOT NULL
-                   AND EXISTS (SELECT 1 FROM device_registration d WHERE d.widget_push_token = lw.token),
-               extract(epoch FROM clock_timestamp() - w.last_sent_at)::float8
-        FROM delivery_outbox c
-        LEFT JOIN unnest(locked_chain_ids, locked_chain_platforms) AS lc(id, platform)
-               ON lc.id = c.channel_id AND lc.platform = c.platform
-        LEFT JOIN broadcast_channel ch ON ch.id = lc.id
-        LEFT JOIN channel_delivery_state cs ON cs.channel_id = lc.id AND cs.platform = lc.platform
-        LEFT JOIN unnest(locked_widgets) AS lw(token) ON c.kind = 'widget' AND lw.token = c.device_token
-        LEFT JOIN widget_delivery_state w ON w.widget_token = lw.token
-        WHERE c.id = ANY (claimed) AND c.kind IN ('channel', 'widget')
-        ORDER BY c.next_attempt_at, c.id;
-    END IF;
 END $$;
 
 -- The common outcomes of one batch, in one statement (one round trip) and the lifecycle events they mean: its
