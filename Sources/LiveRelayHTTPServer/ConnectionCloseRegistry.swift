@@ -38,14 +38,12 @@ public enum ConnectionCloseRegistry {
         connections.withLockedValue { $0.gone[id] }?.succeed()
     }
 
-    /// Calls `body` once the client of the connection the request came on goes (at once if it has); false when the
-    /// request did not come on a tagged connection that is still open.
-    @discardableResult
-    public static func onClose(of headers: HTTPFields, _ body: @escaping @Sendable () -> Void) -> Bool {
+    /// Calls `body` once the client of the connection the request came on goes (at once if it has); never when the
+    /// request did not come on a tagged connection that is still open (a detached stream learns of its close itself).
+    public static func onClose(of headers: HTTPFields, _ body: @escaping @Sendable () -> Void) {
         guard let tag = headers[header], let id = UInt64(tag),
-              let gone = connections.withLockedValue({ $0.gone[id] }) else { return false }
+              let gone = connections.withLockedValue({ $0.gone[id] }) else { return }
         gone.futureResult.whenComplete { _ in body() }
-        return true
     }
 }
 

@@ -30,7 +30,7 @@ struct LogHygieneTests {
             guard case .string(let issued)? = minted["token"] else { Issue.record("no token"); return }
             _ = try await api.request(.GET, "/v1/stream?channel=session:ses_log", headers: [("X-Relay-Secret", "wrong")])
             _ = try await api.request(.GET, "/rest/v1/device_live_activity_message", headers: [("Authorization", "Bearer \(issued)")])
-            _ = try await relay.finish(signal: SIGTERM)
+            _ = try await relay.terminate(within: .seconds(30))
             let output = relay.output
             #expect(output.count > 1000, "trace logging produced too little to judge")
             for (name, value) in [("secret", secret), ("device token", deviceToken), ("activity token", activityToken),

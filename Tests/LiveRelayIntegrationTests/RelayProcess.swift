@@ -25,14 +25,6 @@ final class RelayProcess: @unchecked Sendable {
         return status
     }
 
-    /// Sends a signal the process takes its time over (SIGTERM: it drains) and waits for it to end off the
-    /// cooperative pool (see `Blocking`); returns its exit status.
-    func finish(signal: Int32) async throws -> Int32 {
-        if let status = exitStatus { return status }
-        kill(pid, signal)
-        return try await waitForExit()
-    }
-
     /// Waits for a process that ends by itself (a command, not `serve`) off the cooperative pool; returns its exit
     /// status.
     func waitForExit() async throws -> Int32 {
