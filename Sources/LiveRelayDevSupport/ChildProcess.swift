@@ -1,7 +1,12 @@
 import Foundation
 
 /// Runs programs with posix_spawn and waitpid (Foundation's `Process.waitUntilExit` can hang when called from
-/// concurrency threads). Standard input is /dev/null; output and errors go to `outputPath`.
+/// concurrency threads). Standard input is /dev/null; output and errors go to `outputPath`; nothing else of ours is
+/// inherited.
+///
+/// NIO opens its sockets without close-on-exec, and a spawned child that kept one (PostgreSQL's server lives as long
+/// as its cluster) would keep the connection open after we close it: the peer would not see our FIN, nor we the port
+/// free, until the child ends.
 public enum ChildProcess {
     public struct SpawnFailure: Error, CustomStringConvertible {
         public var description: String
@@ -17,6 +22,7 @@ public enum ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        closeInheritedDescriptors(&actions)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
         defer {
@@ -28,6 +34,19 @@ public enum ChildProcess {
             ?? posix_spawn(&pid, executable, &actions, nil, argv, environ)
         guard spawned == 0 else { throw SpawnFailure(description: "cannot run \(executable): \(String(cString: strerror(spawned)))") }
         return pid
+    }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc module does not import.
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private static let addCloseFrom: AddCloseFrom? = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np")
+        .map { unsafeBitCast($0, to: AddCloseFrom.self) }
+
+    /// Closes every descriptor above standard errors in the child: all at once where glibc can, else those open now.
+    private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
+        if let addCloseFrom, addCloseFrom(&actions, 3) == 0 { return }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? [] {
+            if let descriptor = Int32(name), descriptor > 2 { posix_spawn_file_actions_addclose(&actions, descriptor) }
+        }
     }
 
     /// Waits for a process to end; returns its exit status (128 + the signal when a signal ended it).
