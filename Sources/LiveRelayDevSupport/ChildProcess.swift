@@ -38,8 +38,9 @@ public enum ChildProcess {
 
     /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc module does not import.
     private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-    private static let addCloseFrom: AddCloseFrom? = dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np")
-        .map { unsafeBitCast($0, to: AddCloseFrom.self) }
+    private static let addCloseFrom: AddCloseFrom? =
+        dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np")
+            .map { unsafeBitCast($0, to: AddCloseFrom.self) }
 
     /// Closes every descriptor above standard errors in the child: all at once where glibc can, else those open now.
     private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
