@@ -46,7 +46,8 @@ struct CrashRecoveryTests {
             let pushes = try await h.waitForPushes(timeout: .seconds(60)) { pushes in
                 tokens.values.allSatisfy { token in pushes.last { $0.token == token }?.n == Int64(updatesPerActivity) }
             }
-            #expect(try await relay.terminate(within: .seconds(30)).status == 0, "serve did not drain and exit cleanly on SIGTERM")
+            #expect(try await relay.terminate(within: .seconds(30)).status == 0,
+                    "serve did not drain and exit cleanly on SIGTERM")
             for token in tokens.values {
                 let states = pushes.filter { $0.token == token }.compactMap(\.n)
                 #expect(zip(states, states.dropFirst()).allSatisfy { $0 <= $1 }, "out of order: \(states)")

@@ -140,8 +140,7 @@ struct ForegroundTests {
                     port: holderPort, query: "channel=device:\(uuid)", headers: try await Self.deviceToken(api, device))
                 #expect(stream.status == 200)
                 #expect(try await Self.priority(h, "fg-two", token, 1) == "5")
-                holder.stop(signal: SIGKILL)
-                _ = try await holder.waitForExit()
+                holder.stop(signal: SIGKILL)  // (returns once the process is gone)
                 // Only this relay sends now, and the dead relay's stream still counts for the window (it beat at
                 // most 5 s ago): this push is lowered by presence another process wrote.
                 #expect(try await Self.priority(h, "fg-two", token, 2) == "5")
