@@ -116,6 +116,41 @@ BEGIN
               WHERE o.id = ANY (claimed) AND o.kind = 'widget') d
         WHERE pg_try_advisory_xact_lock(hashtextextended(d.token, 7033));
     END IF;
+    IF NOT (chains OR widgets) THEN
+        -- Activities, alerts and starts only (the common claim): the same rows without the channel and widget joins,
+        -- which a statement sets up at every call whether or not a row reaches them (a fifth of a one-row claim).
+        -- A claim holding channel or widget rows takes the whole statement below, whose plan suits bulk channels.
+        RETURN QUERY
+        SELECT c.id, c.kind, c.platform, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token,
+               c.bundle_id, c.apns_env, c.payload::text, c.priority::int4, c.apns_id, c.request_id,
+               extract(epoch FROM c.enqueued_at)::float8, c.attempts,
+               floor(extract(epoch FROM clock_timestamp()))::int8,
+               l.id IS NOT NULL,
+               a.id, a.activity_token, a.bundle_id, a.apns_env, a.status, a.content_state::text,
+               floor(extract(epoch FROM coalesce(a.stale_date, a.updated_at + t.stale_after)))::bigint,
+               floor(extract(epoch FROM a.dismissal_date))::bigint,
+               a.relevance_score, a.priority::integer, m.device_uuid IS NOT NULL, m.message,
+               s.last_timestamp, encode(s.last_payload, 'hex'), a.platform, coalesce(a.frequent_updates, false),
+               coalesce((SELECT count(*)::integer FROM unnest(s.priority10_sent_at) AS p(at)
+                         WHERE p.at > extract(epoch FROM statement_timestamp()) - 3600), 0),
+               c.channel_id, NULL::text,
+               a.id IS NOT NULL
+               AND (EXISTS (SELECT 1 FROM stream_presence p
+                            WHERE p.device_uuid = a.device_uuid AND p.relay_id = ANY (live_relays))
+                    OR EXISTS (SELECT 1 FROM stream_presence p
+                               WHERE p.secret_hash = a.secret_hash AND p.session_id = a.session_id
+                                 AND p.relay_id = ANY (live_relays))),
+               false, NULL::float8
+        FROM delivery_outbox c
+        LEFT JOIN unnest(locked_ids) AS l(id) ON l.id = c.activity_id
+        LEFT JOIN activity_registration a ON a.id = l.id
+        LEFT JOIN device_live_activity_message m ON m.device_uuid = a.device_uuid
+        LEFT JOIN activity_delivery_state s ON s.activity_id = a.id
+        LEFT JOIN activity_type_setting t ON t.attributes_type = a.attributes_type
+        WHERE c.id = ANY (claimed)
+        ORDER BY c.next_attempt_at, c.id;
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT c.id, c.kind, c.platform, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token,
            c.bundle_id, c.apns_env, c.payload::text, c.priority::int4, c.apns_id, c.request_id,
