@@ -62,6 +62,42 @@ struct OutboxSQLTests {
         }
     }
 
+    @Test("a claim of activities alone returns the same columns as one that also holds a channel's row")
+    func claimWithAndWithoutChannels() async throws {
+        // Activities' claims take a statement without the channel and widget joins (sql/040_delivery.sql); a claim
+        // holding a channel or widget row takes the whole one. The activity's row must read the same either way.
+        try await Harness.with { h in
+            try await h.registerActivity(session: "both")
+            try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 1}'")
+            let activityRow = try await h.rows("SELECT id FROM delivery_outbox", as: Int64.self)
+            try await h.sql("INSERT INTO broadcast_channel (name, bundle_id) VALUES ('beside', 'dev.liverelay.test')")
+            let channelRow = try await h.rows("SELECT id FROM delivery_outbox WHERE kind = 'channel'", as: Int64.self)
+            #expect(activityRow.count == 1 && channelRow.count == 1)
+            let connector = try DatabaseConnector(url: h.databaseURL)
+            try await connector.withConnection(logger: h.logger) { worker in
+                func claim(_ ids: [Int64]) async throws -> [String: String] {
+                    try await worker.query("BEGIN", logger: h.logger)
+                    var rows: [String: String] = [:]
+                    for try await (kind, columns) in try await worker.query("""
+                        SELECT c.kind, (to_jsonb(c) - 'db_now')::text FROM liverelay_claim_deliveries(10, \(ids)) c
+                        """, logger: h.logger).decode((String, String).self) {
+                        rows[kind] = columns
+                    }
+                    try await worker.query("ROLLBACK", logger: h.logger)
+                    return rows
+                }
+                let alone = try await claim(activityRow)
+                let beside = try await claim(activityRow + channelRow)
+                #expect(alone.keys.sorted() == ["activity"] && beside.keys.sorted() == ["activity", "channel"])
+                #expect(alone["activity"] == beside["activity"])
+                let activity = try #require(alone["activity"])
+                #expect(activity.contains("\"locked\": true") && activity.contains("\"status\": \"active\""))
+                let channel = try #require(beside["channel"])
+                #expect(channel.contains("\"locked\": true") && channel.contains("\"channel_state\": \"{"))
+            }
+        }
+    }
+
     static func claim(_ batch: Int32, on connection: PostgresConnection, _ h: Harness) async throws
         -> [(id: Int64, locked: Bool, status: String?)] {
         var rows: [(id: Int64, locked: Bool, status: String?)] = []
