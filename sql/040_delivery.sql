@@ -120,6 +120,7 @@ BEGIN
         -- Activities, alerts and starts only (the common claim): the same rows without the channel and widget joins,
         -- which a statement sets up at every call whether or not a row reaches them (a fifth of a one-row claim).
         -- A claim holding channel or widget rows takes the whole statement below, whose plan suits bulk channels.
+        -- The two return the same columns, and an activity's row alike (OutboxSQLTests.claimWithAndWithoutChannels).
         RETURN QUERY
         SELECT c.id, c.kind, c.platform, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token,
                c.bundle_id, c.apns_env, c.payload::text, c.priority::int4, c.apns_id, c.request_id,
