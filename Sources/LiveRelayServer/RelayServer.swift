@@ -121,6 +121,7 @@ public struct RelayServer: Sendable {
         }
         let sweeper = ActivitySweeper(
             connector: connector, maximumAgeSeconds: configuration.delivery.activityMaxAgeSeconds, logger: logger)
+        let vacuum = QueueVacuum(connector: connector, logger: logger)
         let hub = BroadcastHub(connector: connector, listener: listener, logger: logger)
         // Which apps are open, shared with the cluster (not tracked when the policy is off).
         let presence = configuration.delivery.foregroundPolicy == .off
@@ -142,7 +143,7 @@ public struct RelayServer: Sendable {
             logger.notice("liverelay listening", metadata: ["address": "http://\(host):\(port)"])
             await onReady?(port)
         }
-        var services: [any Service] = [pool, listener, hub, sweeper]
+        var services: [any Service] = [pool, listener, hub, sweeper, vacuum]
         if let presence { services.append(presence) }
         services += webhookWorkers
         services += workers

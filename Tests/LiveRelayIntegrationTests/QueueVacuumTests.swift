@@ -1,0 +1,43 @@
+import Foundation
+@testable import LiveRelayDelivery
+import LiveRelayPostgres
+import PostgresNIO
+import Testing
+
+/// A drained backlog's dead rows are vacuumed by the relay, not left at the head of the due index for autovacuum.
+@Suite("Queue vacuum")
+struct QueueVacuumTests {
+    @Test("a queue left mostly dead rows is vacuumed within seconds; one still holding its backlog is not")
+    func vacuumsDrainedQueue() async throws {
+        try await Harness.with { h in
+            // Autovacuum off for this database's queue: it would otherwise remove the rows first, now and then.
+            try await h.sql("ALTER TABLE delivery_outbox SET (autovacuum_enabled = false)")
+            try await h.sql("""
+                INSERT INTO delivery_outbox (kind, event_type, device_token, bundle_id, payload)
+                SELECT 'alert', 'alert', md5(i::text), 'dev.liverelay.test', '{"aps": {}}'
+                FROM generate_series(1, 12000) AS i
+                """)
+            let connector = try DatabaseConnector(url: h.databaseURL)
+            let vacuum = QueueVacuum(connector: connector, interval: .milliseconds(100), logger: h.logger)
+            let early = try await connector.withConnection(logger: h.logger) { connection in
+                try await vacuum.vacuumWhatIsDue(on: connection)
+            }
+            #expect(early.isEmpty, "a backlog is not vacuumed")
+            try await h.sql("DELETE FROM delivery_outbox")
+            let running = Task { try await vacuum.run() }
+            defer { running.cancel() }
+            let deadline = ContinuousClock.now + .seconds(20)
+            var vacuumed: [String] = []
+            while vacuumed.isEmpty, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+                vacuumed = try await h.rows("""
+                    SELECT relname::text FROM pg_stat_user_tables WHERE last_vacuum IS NOT NULL
+                    """, as: String.self)
+            }
+            #expect(vacuumed == ["delivery_outbox"], "vacuumed: \(vacuumed)")
+            let dead = try await h.rows(
+                "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'delivery_outbox'", as: Int64.self)
+            #expect(dead == [0])
+        }
+    }
+}
