@@ -26,21 +26,10 @@ public final class ActivitySweeper: Service, Sendable {
     }
 
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            await self.connector.runReconnecting(
-                role: "activity sweeper", logger: self.logger,
-                shouldStop: { Task.isCancelled || Task.isShuttingDownGracefully }
-            ) { connection in
-                while !Task.isCancelled {
-                    // Not at once: a relay starting has more urgent things to do.
-                    try await Task.sleep(for: self.interval)
-                    // A statement is not interrupted by cancellation: it runs in a scope that closes the connection
-                    // then, so the relay stops at once.
-                    try await ConnectionScope.run(on: connection, deadline: .seconds(60), what: "sweeping") {
-                        try await self.sweep(on: connection)
-                    }
-                }
-            }
+        await connector.runPeriodically(
+            role: "activity sweeper", every: interval, deadline: .seconds(60), what: "sweeping", logger: logger
+        ) { connection in
+            try await self.sweep(on: connection)
         }
         logger.debug("activity sweeper stopped")
     }

@@ -34,18 +34,10 @@ public final class QueueVacuum: Service, Sendable {
     }
 
     public func run() async throws {
-        await cancelWhenGracefulShutdown {
-            await self.connector.runReconnecting(
-                role: "queue vacuum", logger: self.logger,
-                shouldStop: { Task.isCancelled || Task.isShuttingDownGracefully }
-            ) { connection in
-                while !Task.isCancelled {
-                    try await Task.sleep(for: self.interval)
-                    try await ConnectionScope.run(on: connection, deadline: .seconds(120), what: "vacuuming a queue") {
-                        _ = try await self.vacuumWhatIsDue(on: connection)
-                    }
-                }
-            }
+        await connector.runPeriodically(
+            role: "queue vacuum", every: interval, deadline: .seconds(120), what: "vacuuming a queue", logger: logger
+        ) { connection in
+            _ = try await self.vacuumWhatIsDue(on: connection)
         }
         logger.debug("queue vacuum stopped")
     }
