@@ -28,6 +28,7 @@ from bench_peer import Peer, cpu_per_write, peer_b1, peer_b2, peer_b5, timed_wri
 from bench_webhooks import HookReceiver, bench_b8, register_endpoint
 from bench_channels import bench_b9, summarize as summarize_b9
 from bench_foreground import bench_b10, summarize as summarize_b10
+from bench_writer_floor import bench_writer_floor, summarize as summarize_floor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ADMIN_TOKEN = "bench-admin-token-0123456789"
@@ -646,7 +647,7 @@ def main():
     parser.add_argument("--webhooks", action="store_true",
                         help="register the webhook endpoint before B1/B2/B5 (what lifecycle webhooks cost them); "
                              "by default it is registered just before B8, so B1/B2/B5 compare like with the peer")
-    parser.add_argument("--only", default="B1,B2,B2M,B3,B5,B6,B8,B9,B10",
+    parser.add_argument("--only", default="B1,B1F,B2,B2M,B3,B5,B6,B8,B9,B10",
                         help="comma-separated scenarios to run (e.g. B2)")
     parser.add_argument("--no-peer", action="store_true", help="skip the naive peer (Benchmarks/naive_peer.py)")
     parser.add_argument("--peer-processes", default="1,2", help="the peer's process counts; the best one is reported")
@@ -687,6 +688,8 @@ def main():
             if wire:
                 b1_path.stop_capture(wire)
                 results["B1"]["path"] = b1_path.segments(capture, stack.pg_port, stack.h2o_port)
+        if "B1F" in only:
+            results["B1f"] = bench_writer_floor(stack, register, BENCH_SECRET_HASH, rate=args.b1_rate)
         if "B2" in only:
             # B2 is profiled whatever BENCH_PERF names (BENCH_PERF=1 … --only B2).
             perf = start_perf(stack, args.out, "B2", frequency=499, any_name=True)
@@ -745,6 +748,8 @@ def main():
             slim["B1"]["path"] = {k: {p: pct(v, p) for p in (50, 90, 99)} for k, v in results["B1"]["path"].items()}
         for key in ("write_ms", "write_ms_triggers_disabled"):
             slim["B1"][key] = {p: pct(results["B1"][key], p) for p in (50, 90, 99)}
+    if "B1f" in results:
+        summary["B1f"] = summarize_floor(results["B1f"])
     if "B2" in results:
         b2 = results["B2"]
         first = b2["first_round"]
