@@ -86,7 +86,7 @@ class Listener:
 
 
 def bench_writer_floor(stack, register, secret_hash, rate=200, seconds=2, rounds=3):
-    """`rounds` rounds of the five variants, `seconds` of paced one-row writes each, every write a fresh row."""
+    """`rounds` rounds of every variant, `seconds` of paced one-row writes each, every write a fresh row."""
     url = stack.url.replace("postgres://", "postgresql://")
     per_segment = rate * seconds
     stack.sql(FLOOR_SQL)
