@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
@@ -199,10 +199,16 @@ def test_an_open_app_shows_and_its_updates_go_at_priority_5(stack, page):
     app = stack.open_stream(f"device:{IPHONE}", token=minted["token"])
 
     def activity_row():
-        # The demo's iPhone activity (the demo Android phone has one of the same session).
-        rows = [r.text for r in page.find_elements(By.CSS_SELECTOR, "#activities tbody tr")
-                if "demo-session" in r.text and IPHONE in r.text]
-        return rows[0] if rows else ""
+        # The demo's iPhone activity (the demo Android phone has one of the same session). The table is drawn again as
+        # events arrive; a row read while that happens is stale, and the table is read again.
+        for _ in range(10):
+            try:
+                rows = [r.text for r in page.find_elements(By.CSS_SELECTOR, "#activities tbody tr")
+                        if "demo-session" in r.text and IPHONE in r.text]
+                return rows[0] if rows else ""
+            except StaleElementReferenceException:
+                continue
+        return ""
     try:
         marker = "open " + uuid.uuid4().hex[:6]
         state = json.dumps({"status": "working", "sessionTitle": "Demo", "lastMessage": marker, "retryInfo": None})
@@ -210,8 +216,10 @@ def test_an_open_app_shows_and_its_updates_go_at_priority_5(stack, page):
                   (state,))
         push = stack.wait_for_push(lambda p: p["payload"]["aps"].get("content-state", {}).get("lastMessage") == marker)
         assert push["priority"] == "5", push
-        wait(page, lambda: "app open" in activity_row(), timeout=5,
-             message="the activity's app shown as open: " + activity_row())
+        try:
+            wait(page, lambda: "app open" in activity_row(), timeout=5)
+        except TimeoutException:
+            raise AssertionError("the activity's app shown as open: " + activity_row())
         wait(page, lambda: "p5 (foreground)" in page.find_element(By.TAG_NAME, "body").text, timeout=5,
              message="the push's priority and its reason in the delivery log")
     finally:
