@@ -200,15 +200,10 @@ def test_an_open_app_shows_and_its_updates_go_at_priority_5(stack, page):
 
     def activity_row():
         # The demo's iPhone activity (the demo Android phone has one of the same session). The table is drawn again as
-        # events arrive; a row read while that happens is stale, and the table is read again.
-        for _ in range(10):
-            try:
-                rows = [r.text for r in page.find_elements(By.CSS_SELECTOR, "#activities tbody tr")
-                        if "demo-session" in r.text and IPHONE in r.text]
-                return rows[0] if rows else ""
-            except StaleElementReferenceException:
-                continue
-        return ""
+        # events arrive: a row read meanwhile raises StaleElementReferenceException, which `wait` polls past.
+        rows = [r.text for r in page.find_elements(By.CSS_SELECTOR, "#activities tbody tr")
+                if "demo-session" in r.text and IPHONE in r.text]
+        return rows[0] if rows else ""
     try:
         marker = "open " + uuid.uuid4().hex[:6]
         state = json.dumps({"status": "working", "sessionTitle": "Demo", "lastMessage": marker, "retryInfo": None})
@@ -219,11 +214,14 @@ def test_an_open_app_shows_and_its_updates_go_at_priority_5(stack, page):
         try:
             wait(page, lambda: "app open" in activity_row(), timeout=5)
         except TimeoutException:
-            raise AssertionError("the activity's app shown as open: " + activity_row())
+            # Named only after the wait (read before it, the row could be redrawn under the read).
+            row = wait(page, lambda: activity_row() or "(no row)", timeout=5)
+            raise AssertionError("the activity's app shown as open: " + row)
         wait(page, lambda: "p5 (foreground)" in page.find_element(By.TAG_NAME, "body").text, timeout=5,
              message="the push's priority and its reason in the delivery log")
     finally:
         app.close()
     stack.sql("UPDATE activity_registration SET content_state = content_state || '{\"n\": 1}'::jsonb"
               " WHERE session_id = 'demo-session'")
-    wait(page, lambda: "app open" not in activity_row(), timeout=10, message="the app no longer shown as open")
+    wait(page, lambda: (row := activity_row()) and "app open" not in row, timeout=10,
+         message="the activity shown, its app no longer open")

@@ -28,17 +28,15 @@ struct QueueVacuumTests {
             try await h.sql("DELETE FROM delivery_outbox")
             let running = Task { try await vacuum.run() }
             defer { running.cancel() }
-            let deadline = ContinuousClock.now + .seconds(20)
-            var vacuumed: [String] = []
-            var dead: [Int64] = []
-            while vacuumed.isEmpty || dead != [0], ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-                vacuumed = try await h.rows("""
-                    SELECT relname::text FROM pg_stat_user_tables WHERE last_vacuum IS NOT NULL
-                    """, as: String.self)
-                dead = try await h.rows(
-                    "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'delivery_outbox'", as: Int64.self)
-            }
+            try await h.waitUntil("""
+                SELECT last_vacuum IS NOT NULL AND n_dead_tup = 0 FROM pg_stat_user_tables
+                WHERE relname = 'delivery_outbox'
+                """)
+            let vacuumed = try await h.rows("""
+                SELECT relname::text FROM pg_stat_user_tables WHERE last_vacuum IS NOT NULL
+                """, as: String.self)
+            let dead = try await h.rows(
+                "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'delivery_outbox'", as: Int64.self)
             #expect(vacuumed == ["delivery_outbox"], "vacuumed: \(vacuumed)")
             #expect(dead == [0])
         }
