@@ -6,7 +6,8 @@ LANGUAGE plpgsql IMMUTABLE STRICT AS $$
 BEGIN
     CASE jsonb_typeof(v)
     WHEN 'object' THEN
-        RETURN 2 + coalesce((SELECT sum(octet_length(to_jsonb(e.key)::text) + 1 + liverelay_json_compact_length(e.value)) + count(*) - 1
+        RETURN 2 + coalesce((SELECT sum(octet_length(to_jsonb(e.key)::text) + 1
+                                        + liverelay_json_compact_length(e.value)) + count(*) - 1
                              FROM jsonb_each(v) AS e), 0);
     WHEN 'array' THEN
         RETURN 2 + coalesce((SELECT sum(liverelay_json_compact_length(e.value)) + count(*) - 1
@@ -19,11 +20,13 @@ END $$;
 -- The APNs payload of a Live Activity update or end, with a 10-digit placeholder timestamp (the relay sets the
 -- real one when it sends). The relay builds the same keys: see APNsPayload.swift.
 CREATE OR REPLACE FUNCTION liverelay_activity_payload(
-    event text, content_state jsonb, stale_date timestamptz, dismissal_date timestamptz, relevance_score double precision
+    event text, content_state jsonb, stale_date timestamptz, dismissal_date timestamptz,
+    relevance_score double precision
 ) RETURNS jsonb
 LANGUAGE sql IMMUTABLE AS $$
     SELECT jsonb_build_object('aps',
-        jsonb_build_object('timestamp', 1000000000, 'event', event, 'content-state', coalesce(content_state, '{}'::jsonb))
+        jsonb_build_object('timestamp', 1000000000, 'event', event,
+                           'content-state', coalesce(content_state, '{}'::jsonb))
         || CASE WHEN stale_date IS NULL THEN '{}'::jsonb
                 ELSE jsonb_build_object('stale-date', floor(extract(epoch FROM stale_date))::bigint) END
         || CASE WHEN dismissal_date IS NULL OR event <> 'end' THEN '{}'::jsonb
@@ -99,6 +102,7 @@ $$;
 -- The content-state an activity is sent with: its own, plus the device's message as "note" when the device has one.
 CREATE OR REPLACE FUNCTION liverelay_merge_note(content_state jsonb, has_message boolean, message text) RETURNS jsonb
 LANGUAGE sql IMMUTABLE AS $$
-    SELECT CASE WHEN has_message THEN coalesce(content_state, '{}'::jsonb) || jsonb_build_object('note', nullif(message, ''))
+    SELECT CASE WHEN has_message
+                THEN coalesce(content_state, '{}'::jsonb) || jsonb_build_object('note', nullif(message, ''))
                 ELSE content_state END
 $$;

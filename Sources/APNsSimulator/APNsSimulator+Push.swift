@@ -50,7 +50,8 @@ extension APNsSimulator {
         } catch let rejection as Rejection {
             state.withLock { $0.responses[String(rejection.status), default: 0] += 1 }
             if printPushes {
-                let line = "apns-sim: \(rejection.status) \(rejection.reason) \(redactedToken(token)) (\(rejection.detail))\n"
+                let line =
+                    "apns-sim: \(rejection.status) \(rejection.reason) \(redactedToken(token)) (\(rejection.detail))\n"
                 FileHandle.standardOutput.write(Data(line.utf8))
             }
             var members: [String: JSONValue] = ["reason": .string(rejection.reason)]
@@ -68,7 +69,9 @@ extension APNsSimulator {
     }
 
     /// Apple's checks, in the order APNs applies them (authentication, headers, token, payload), then faults.
-    func validate(_ request: Request, token: String, environment: String, body: ByteBuffer, faults: SimulatorFaults) throws -> RecordedPush {
+    func validate(
+        _ request: Request, token: String, environment: String, body: ByteBuffer, faults: SimulatorFaults
+    ) throws -> RecordedPush {
         func header(_ name: String) -> String? { request.headers[HTTPField.Name(name)!] }
         guard environment == "production" || environment == "sandbox" else {
             throw Rejection(status: 404, reason: "BadPath", detail: "unknown environment \(environment)")
@@ -76,7 +79,10 @@ extension APNsSimulator {
         let claims = try authenticate(header("authorization"), faults: faults)
         // Headers.
         let pushType = header("apns-push-type")
-        let validTypes = ["alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity", "pushtotalk", "widgets"]
+        let validTypes = [
+            "alert", "background", "location", "voip", "complication", "fileprovider", "mdm", "liveactivity",
+            "pushtotalk", "widgets",
+        ]
         guard let pushType, validTypes.contains(pushType) else {
             throw Rejection(status: 400, reason: "InvalidPushType", detail: "apns-push-type \(pushType ?? "missing")")
         }
@@ -84,7 +90,9 @@ extension APNsSimulator {
             throw Rejection(status: 400, reason: "MissingTopic", detail: "no apns-topic")
         }
         if pushType == "liveactivity", !topic.hasSuffix(".push-type.liveactivity") {
-            throw Rejection(status: 400, reason: "InvalidPushType", detail: "a liveactivity push needs apns-topic <bundle>.push-type.liveactivity, got \(topic)")
+            throw Rejection(
+                status: 400, reason: "InvalidPushType",
+                detail: "a liveactivity push needs apns-topic <bundle>.push-type.liveactivity, got \(topic)")
         }
         if pushType != "liveactivity", topic.hasSuffix(".push-type.liveactivity") {
             throw Rejection(status: 400, reason: "TopicDisallowed", detail: "\(topic) is for liveactivity pushes")
@@ -121,7 +129,8 @@ extension APNsSimulator {
         }
         guard let payload = try? JSONValue(parsing: String(buffer: body)), case .object(let root) = payload,
               case .object(let aps)? = root["aps"] else {
-            throw Rejection(status: 400, reason: "BadPayload", detail: "the body is not a JSON object with an aps dictionary")
+            throw Rejection(
+                status: 400, reason: "BadPayload", detail: "the body is not a JSON object with an aps dictionary")
         }
         if pushType == "liveactivity" { try Self.validateLiveActivity(aps) }
         if pushType == "widgets", payload != APNsPayload.widgetReload {
@@ -130,17 +139,22 @@ extension APNsSimulator {
         }
         // Faults, then the token's fate.
         if let reason = faults.tokenErrors[token] {
-            throw Rejection(status: SimulatorFaults.status(for: reason), reason: reason, detail: "fault injected for this token")
+            throw Rejection(
+                status: SimulatorFaults.status(for: reason), reason: reason, detail: "fault injected for this token")
         }
         if environment == "production", faults.sandboxTokens.contains(token) {
             throw Rejection(status: 400, reason: "BadDeviceToken", detail: "this token belongs to the sandbox")
         }
         let roll = Double.random(in: 0..<1)
         if roll < faults.rate503 {
-            throw Rejection(status: 503, reason: "ServiceUnavailable", detail: "fault injected", retryAfter: faults.retryAfterSeconds)
+            throw Rejection(
+                status: 503, reason: "ServiceUnavailable", detail: "fault injected",
+                retryAfter: faults.retryAfterSeconds)
         }
         if roll < faults.rate503 + faults.rate429 {
-            throw Rejection(status: 429, reason: "TooManyRequests", detail: "fault injected", retryAfter: faults.retryAfterSeconds ?? 1)
+            throw Rejection(
+                status: 429, reason: "TooManyRequests", detail: "fault injected",
+                retryAfter: faults.retryAfterSeconds ?? 1)
         }
         return RecordedPush(
             sequence: 0, token: token, environment: environment, pushType: pushType, topic: topic, priority: priority,
@@ -191,7 +205,8 @@ extension APNsSimulator {
         default: throw reject("aps.content-state must be a dictionary")
         }
         for key in ["stale-date", "dismissal-date"] {
-            if let value = aps[key], case .integer = value {} else if aps[key] != nil { throw reject("aps.\(key) must be epoch seconds") }
+            guard let value = aps[key] else { continue }
+            guard case .integer = value else { throw reject("aps.\(key) must be epoch seconds") }
         }
         if event == "start" {
             guard case .string? = aps["attributes-type"], case .object? = aps["attributes"] else {

@@ -71,7 +71,8 @@ public final class APNsSimulator: Sendable {
             await self.handlePush(request, context: context, environment: "production")
         }
         router.post(":environment/3/device/:token") { request, context in
-            await self.handlePush(request, context: context, environment: context.parameters.get("environment") ?? "production")
+            await self.handlePush(
+                request, context: context, environment: context.parameters.get("environment") ?? "production")
         }
         addChannelRoutes(to: router)
         router.get("sim/pushes") { request, _ in

@@ -39,7 +39,8 @@ public struct SimulatorFaults: Sendable, Codable, Equatable {
         rate429 = try container.decodeIfPresent(Double.self, forKey: .rate429) ?? 0
         retryAfterSeconds = try container.decodeIfPresent(Int.self, forKey: .retryAfterSeconds)
         delayMilliseconds = try container.decodeIfPresent(Int.self, forKey: .delayMilliseconds) ?? 0
-        expireProviderTokensIssuedBefore = try container.decodeIfPresent(Int64.self, forKey: .expireProviderTokensIssuedBefore)
+        expireProviderTokensIssuedBefore = try container.decodeIfPresent(
+            Int64.self, forKey: .expireProviderTokensIssuedBefore)
         resetRate = try container.decodeIfPresent(Double.self, forKey: .resetRate) ?? 0
         goAwayRate = try container.decodeIfPresent(Double.self, forKey: .goAwayRate) ?? 0
         channelErrors = try container.decodeIfPresent([String: String].self, forKey: .channelErrors) ?? [:]

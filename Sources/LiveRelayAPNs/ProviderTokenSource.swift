@@ -31,7 +31,8 @@ public final class ProviderTokenSource: Sendable {
     ) throws {
         self.teamID = teamID
         self.keyID = keyID
-        self.state = Mutex(State(privateKey: try P256.Signing.PrivateKey(pemRepresentation: privateKeyPEM), cached: nil))
+        self.state = Mutex(
+            State(privateKey: try P256.Signing.PrivateKey(pemRepresentation: privateKeyPEM), cached: nil))
         self.lifetimeSeconds = lifetimeSeconds
         self.now = now
     }
@@ -43,7 +44,8 @@ public final class ProviderTokenSource: Sendable {
             if let current = state.cached, now - current.issuedAt < lifetimeSeconds, now >= current.issuedAt {
                 return current.token
             }
-            let token = try ProviderTokenJWT.make(teamID: teamID, keyID: keyID, issuedAt: now, privateKey: state.privateKey)
+            let token = try ProviderTokenJWT.make(
+                teamID: teamID, keyID: keyID, issuedAt: now, privateKey: state.privateKey)
             state.cached = Cached(token: token, issuedAt: now)
             mints.withLock { $0 += 1 }
             return token

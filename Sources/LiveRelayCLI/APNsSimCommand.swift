@@ -17,18 +17,24 @@ struct APNsSimCommand: AsyncParsableCommand {
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port to listen on.") var port = 8443
-    @Option(help: "Where to write the CA certificate the relay must trust (APNS_CA_FILE).") var caOut = ".liverelay/apns-sim-ca.pem"
-    @Option(help: "The relay's .p8 key (its public half verifies provider tokens). Generated when absent.") var keyFile = ".liverelay/apns-key.p8"
+    @Option(help: "Where to write the CA certificate the relay must trust (APNS_CA_FILE).")
+    var caOut = ".liverelay/apns-sim-ca.pem"
+    @Option(help: "The relay's .p8 key (its public half verifies provider tokens). Generated when absent.")
+    var keyFile = ".liverelay/apns-key.p8"
     @Option(help: "Expected key ID (kid) of provider tokens.") var keyId: String?
     @Option(help: "Expected team ID (iss) of provider tokens.") var teamId: String?
-    @Option(name: .customLong("fail-token"), help: "TOKEN=REASON: answer this token with an APNs reason (e.g. Unregistered).")
+    @Option(
+        name: .customLong("fail-token"),
+        help: "TOKEN=REASON: answer this token with an APNs reason (e.g. Unregistered).")
     var failTokens: [String] = []
-    @Option(name: .customLong("sandbox-token"), help: "A token that exists only in the sandbox.") var sandboxTokens: [String] = []
+    @Option(name: .customLong("sandbox-token"), help: "A token that exists only in the sandbox.")
+    var sandboxTokens: [String] = []
     @Option(help: "Share of requests answered 503.") var rate503 = 0.0
     @Option(help: "Share of requests answered 429.") var rate429 = 0.0
     @Option(help: "retry-after seconds sent with 429/503.") var retryAfter: Int?
     @Option(help: "Share of requests that close their connection unanswered.") var resetRate = 0.0
-    @Option(help: "Share of requests after which the server sends GOAWAY and retires the connection.") var goawayRate = 0.0
+    @Option(help: "Share of requests after which the server sends GOAWAY and retires the connection.")
+    var goawayRate = 0.0
     @Option(name: .customLong("hostname"), help: "Extra DNS name for the certificate (e.g. the compose service name).")
     var hostnames: [String] = []
     @Flag(help: "Do not print a line per push.") var quiet = false
@@ -93,7 +99,9 @@ enum DevKeys {
 
     static func write(_ text: String, to path: String, permissions: Int = 0o644) throws {
         let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        if !directory.isEmpty {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
         try Data(text.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
         try FileManager.default.setAttributes([.posixPermissions: permissions], ofItemAtPath: path)
     }

@@ -125,8 +125,9 @@ struct DevCommand: AsyncParsableCommand {
             dataDirectory = fallback + "/pg"
         }
         let portFile = state + "/pg-port"
-        let port = (try? String(contentsOfFile: portFile, encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-            ?? LocalPostgres.freePort()
+        let savedPort = (try? String(contentsOfFile: portFile, encoding: .utf8))
+            .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        let port = savedPort ?? LocalPostgres.freePort()
         try Data("\(port)\n".utf8).write(to: URL(fileURLWithPath: portFile))
         let postgres = try LocalPostgres(dataDirectory: dataDirectory, port: port)
         if !postgres.isInitialized {
@@ -217,7 +218,8 @@ private func printWelcome(httpPort: Int, databaseURL: String, simPort: Int?, fcm
             + " DATABASE_URL=\"\(databaseURL)\" liverelay mcp",
     ]
     if let simPort {
-        lines.append("  APNs sim:  https://127.0.0.1:\(simPort)  (every accepted push is printed below as 'apns-sim: 200 …')")
+        lines.append(
+            "  APNs sim:  https://127.0.0.1:\(simPort)  (every accepted push is printed below as 'apns-sim: 200 …')")
     }
     if let fcmPort {
         let shown = "every accepted message is printed below as 'fcm-sim: 200 …'"

@@ -26,7 +26,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         do {
             let report = try await server.migrate()
-            if !report.applied.isEmpty { logger.notice("applied migrations", metadata: ["applied": "\(report.applied)"]) }
+            if !report.applied.isEmpty {
+                logger.notice("applied migrations", metadata: ["applied": "\(report.applied)"])
+            }
         } catch {
             fail("liverelay: cannot prepare the database: \(safeDescription(error))")
         }

@@ -4,7 +4,9 @@ import Foundation
 /// The ES256 JSON Web Token APNs expects in `authorization: bearer …` (token-based provider authentication).
 public enum ProviderTokenJWT {
     /// Signs a token for `teamID`/`keyID` issued at `issuedAt` (epoch seconds).
-    public static func make(teamID: String, keyID: String, issuedAt: Int64, privateKey: P256.Signing.PrivateKey) throws -> String {
+    public static func make(
+        teamID: String, keyID: String, issuedAt: Int64, privateKey: P256.Signing.PrivateKey
+    ) throws -> String {
         let header = #"{"alg":"ES256","kid":"\#(keyID)"}"#
         let claims = #"{"iss":"\#(teamID)","iat":\#(issuedAt)}"#
         let signingInput = base64URL(Data(header.utf8)) + "." + base64URL(Data(claims.utf8))

@@ -37,8 +37,10 @@ public struct RelayConfiguration: Sendable {
     public static func fromEnvironment(_ environment: [String: String], files: any ConfigurationFiles) throws
         -> RelayConfiguration {
         var reader = EnvironmentReader(environment, files: files)
-        let databaseURL = try reader.required("DATABASE_URL", hint: "a postgres:// URL, e.g. postgres://user:pass@localhost:5432/liverelay")
-        guard let url = URLComponents(string: databaseURL), ["postgres", "postgresql"].contains(url.scheme ?? ""), url.host != nil else {
+        let databaseURL = try reader.required(
+            "DATABASE_URL", hint: "a postgres:// URL, e.g. postgres://user:pass@localhost:5432/liverelay")
+        guard let url = URLComponents(string: databaseURL), ["postgres", "postgresql"].contains(url.scheme ?? ""),
+              url.host != nil else {
             throw ConfigurationError(name: "DATABASE_URL", problem: "is not a postgres:// URL with a host")
         }
         // A push service is configured when any of its settings is given (then all it needs must be).
@@ -68,10 +70,12 @@ public struct RelayConfiguration: Sendable {
         configuration.logLevel = level
         configuration.delivery.workers = try reader.integer("LIVERELAY_WORKERS", default: 2, range: 1...64)
         configuration.delivery.batchSize = try reader.integer("LIVERELAY_BATCH_SIZE", default: 500, range: 1...10_000)
-        configuration.delivery.pollIntervalMilliseconds = try reader.integer("LIVERELAY_POLL_INTERVAL_MS", default: 500, range: 10...60_000)
+        configuration.delivery.pollIntervalMilliseconds = try reader.integer(
+            "LIVERELAY_POLL_INTERVAL_MS", default: 500, range: 10...60_000)
         configuration.delivery.retry.maximumDelaySeconds = Double(try reader.integer(
             "LIVERELAY_RETRY_MAX_DELAY_MS", default: 60_000, range: 100...3_600_000)) / 1000
-        configuration.delivery.retry.maximumAttempts = try reader.integer("LIVERELAY_RETRY_MAX_ATTEMPTS", default: 12, range: 1...100)
+        configuration.delivery.retry.maximumAttempts = try reader.integer(
+            "LIVERELAY_RETRY_MAX_ATTEMPTS", default: 12, range: 1...100)
         configuration.delivery.priority10PerHour = try reader.integer(
             "LIVERELAY_PRIORITY10_PER_HOUR", default: UpdateBudget.defaultPerHour, range: 0...3600)
         configuration.delivery.activityMaxAgeSeconds = try reader.duration(
@@ -135,7 +139,9 @@ public struct APNsConfiguration: Sendable {
         guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil else {
             throw ConfigurationError(name: "APNS_PRIVATE_KEY", problem: "is not a PEM-encoded P-256 private key (.p8)")
         }
-        var configuration = APNsConfiguration(teamID: teamID, keyID: keyID, privateKeyPEM: pem, defaultBundleID: reader.optional("APNS_DEFAULT_BUNDLE_ID"))
+        var configuration = APNsConfiguration(
+            teamID: teamID, keyID: keyID, privateKeyPEM: pem, defaultBundleID: reader.optional("APNS_DEFAULT_BUNDLE_ID")
+        )
         configuration.productionURL = try reader.httpsURL("APNS_PRODUCTION_URL", default: configuration.productionURL)
         configuration.sandboxURL = try reader.httpsURL("APNS_SANDBOX_URL", default: configuration.sandboxURL)
         configuration.channelsProductionURL = try reader.httpsURL(
@@ -206,7 +212,9 @@ struct EnvironmentReader {
     }
 
     func optional(_ name: String) -> String? {
-        guard let value = environment[name]?.trimmingCharacters(in: .whitespacesAndNewlines), !value.isEmpty else { return nil }
+        guard let value = environment[name]?.trimmingCharacters(in: .whitespacesAndNewlines), !value.isEmpty else {
+            return nil
+        }
         return value
     }
 
@@ -237,7 +245,9 @@ struct EnvironmentReader {
     func integer(_ name: String, default defaultValue: Int, range: ClosedRange<Int>) throws -> Int {
         guard let text = optional(name) else { return defaultValue }
         guard let value = Int(text), range.contains(value) else {
-            throw ConfigurationError(name: name, problem: "must be a whole number in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
+            throw ConfigurationError(
+                name: name,
+                problem: "must be a whole number in \(range.lowerBound)...\(range.upperBound), got \"\(text)\"")
         }
         return value
     }
@@ -270,7 +280,8 @@ struct EnvironmentReader {
     func httpsURL(_ name: String, default defaultValue: String) throws -> String {
         guard let text = optional(name) else { return defaultValue }
         guard let url = URLComponents(string: text), url.scheme == "https", let host = url.host, !host.isEmpty else {
-            throw ConfigurationError(name: name, problem: "must be an https:// URL (APNs speaks HTTP/2 over TLS only), got \"\(text)\"")
+            throw ConfigurationError(
+                name: name, problem: "must be an https:// URL (APNs speaks HTTP/2 over TLS only), got \"\(text)\"")
         }
         return text.hasSuffix("/") ? String(text.dropLast()) : text
     }

@@ -37,7 +37,10 @@ public enum SQLScript {
             case "$":
                 // A dollar quote: $$ or $tag$ (a tag is letters, digits and underscores, not starting with a digit).
                 var end = index + 1
-                while end < chars.count, chars[end] == "_" || chars[end].properties.isAlphabetic || (end > index + 1 && ("0"..."9").contains(chars[end])) {
+                func continuesTag(_ char: Unicode.Scalar) -> Bool {
+                    char == "_" || char.properties.isAlphabetic || (end > index + 1 && ("0"..."9").contains(char))
+                }
+                while end < chars.count, continuesTag(chars[end]) {
                     end += 1
                 }
                 if end < chars.count, chars[end] == "$" {
@@ -62,6 +65,8 @@ public enum SQLScript {
     }
 
     private static func isOnlyComments(_ text: String) -> Bool {
-        text.split(separator: "\n").allSatisfy { $0.trimmingCharacters(in: .whitespaces).hasPrefix("--") || $0.trimmingCharacters(in: .whitespaces).isEmpty }
+        text.split(separator: "\n").allSatisfy {
+            $0.trimmingCharacters(in: .whitespaces).hasPrefix("--") || $0.trimmingCharacters(in: .whitespaces).isEmpty
+        }
     }
 }

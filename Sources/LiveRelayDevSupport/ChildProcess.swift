@@ -24,7 +24,9 @@ public enum ChildProcess {
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         closeInheritedDescriptors(&actions)
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
+        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map {
+            $0.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        }
         defer {
             argv.forEach { free($0) }
             envp?.forEach { free($0) }
@@ -32,7 +34,9 @@ public enum ChildProcess {
         var pid: pid_t = 0
         let spawned = envp.map { envp in posix_spawn(&pid, executable, &actions, nil, argv, envp) }
             ?? posix_spawn(&pid, executable, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw SpawnFailure(description: "cannot run \(executable): \(String(cString: strerror(spawned)))") }
+        guard spawned == 0 else {
+            throw SpawnFailure(description: "cannot run \(executable): \(String(cString: strerror(spawned)))")
+        }
         return pid
     }
 

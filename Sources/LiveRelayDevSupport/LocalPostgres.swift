@@ -31,8 +31,10 @@ public struct LocalPostgres: Sendable {
         guard !isInitialized else { return }
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         try handOverToServerUser(dataDirectory)
-        try runServerBinary("initdb", ["-D", dataDirectory, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-instructions"]
-                            + (durable ? [] : ["--no-sync"]))
+        try runServerBinary(
+            "initdb",
+            ["-D", dataDirectory, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-instructions"]
+                + (durable ? [] : ["--no-sync"]))
         var settings = """
 
             # liverelay
@@ -50,7 +52,9 @@ public struct LocalPostgres: Sendable {
     /// Starts the server and waits until it accepts connections.
     public func start() throws {
         if isRunning { return }
-        try runServerBinary("pg_ctl", ["-D", dataDirectory, "-o", "-p \(port)", "-l", dataDirectory + "/server.log", "-w", "-t", "60", "start"])
+        try runServerBinary(
+            "pg_ctl",
+            ["-D", dataDirectory, "-o", "-p \(port)", "-l", dataDirectory + "/server.log", "-w", "-t", "60", "start"])
     }
 
     /// Stops the server (`fast`: ends sessions; `immediate`: like a crash).
@@ -61,7 +65,12 @@ public struct LocalPostgres: Sendable {
 
     /// Restarts the server; with `immediate` the server does crash recovery.
     public func restart(mode: String = "fast") throws {
-        try runServerBinary("pg_ctl", ["-D", dataDirectory, "-m", mode, "-o", "-p \(port)", "-l", dataDirectory + "/server.log", "-w", "-t", "60", "restart"])
+        try runServerBinary(
+            "pg_ctl",
+            [
+                "-D", dataDirectory, "-m", mode, "-o", "-p \(port)", "-l", dataDirectory + "/server.log", "-w", "-t",
+                "60", "restart",
+            ])
     }
 
     public var isRunning: Bool {
@@ -70,8 +79,12 @@ public struct LocalPostgres: Sendable {
 
     /// Creates a database unless it exists.
     public func createDatabase(_ name: String) throws {
-        let exists = try runServerBinary("psql", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-tAc",
-                                                  "SELECT 1 FROM pg_database WHERE datname = '\(name.replacingOccurrences(of: "'", with: "''"))'"])
+        let exists = try runServerBinary(
+            "psql",
+            [
+                "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-tAc",
+                "SELECT 1 FROM pg_database WHERE datname = '\(name.replacingOccurrences(of: "'", with: "''"))'",
+            ])
         if exists.trimmingCharacters(in: .whitespacesAndNewlines) == "1" { return }
         try runServerBinary("createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", name])
     }
@@ -84,7 +97,8 @@ public struct LocalPostgres: Sendable {
         let outputPath = NSTemporaryDirectory() + "liverelay-pg-\(UUID().uuidString).out"
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
         let status = getuid() == 0
-            ? try ChildProcess.run("/usr/sbin/runuser", ["-u", "postgres", "--", binary] + arguments, outputPath: outputPath)
+            ? try ChildProcess.run(
+                "/usr/sbin/runuser", ["-u", "postgres", "--", binary] + arguments, outputPath: outputPath)
             : try ChildProcess.run(binary, arguments, outputPath: outputPath)
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         guard status == 0 else {
@@ -103,7 +117,9 @@ public struct LocalPostgres: Sendable {
     /// True when the `postgres` user can reach `path` (every parent folder searchable).
     public static func serverUserCanReach(_ path: String) -> Bool {
         guard getuid() == 0 else { return true }
-        return (try? ChildProcess.run("/usr/sbin/runuser", ["-u", "postgres", "--", "test", "-x", path], outputPath: "/dev/null")) == 0
+        let status = try? ChildProcess.run(
+            "/usr/sbin/runuser", ["-u", "postgres", "--", "test", "-x", path], outputPath: "/dev/null")
+        return status == 0
     }
 
     /// The folder holding `initdb` and `pg_ctl`: `pg_config --bindir`, else the newest /usr/lib/postgresql/*/bin.
@@ -111,7 +127,8 @@ public struct LocalPostgres: Sendable {
         let outputPath = NSTemporaryDirectory() + "liverelay-pgconfig-\(UUID().uuidString).out"
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
         if (try? ChildProcess.run("/usr/bin/env", ["pg_config", "--bindir"], outputPath: outputPath)) == 0 {
-            let path = ((try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+            let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            let path = output.trimmingCharacters(in: .whitespacesAndNewlines)
             if FileManager.default.fileExists(atPath: path + "/initdb") { return path }
         }
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? []
@@ -119,7 +136,8 @@ public struct LocalPostgres: Sendable {
             let path = "/usr/lib/postgresql/\(version)/bin"
             if FileManager.default.fileExists(atPath: path + "/initdb") { return path }
         }
-        throw Failure(description: "PostgreSQL server binaries (initdb, pg_ctl) were not found: install postgresql (Debian: apt-get install postgresql)")
+        throw Failure(description: "PostgreSQL server binaries (initdb, pg_ctl) were not found: "
+            + "install postgresql (Debian: apt-get install postgresql)")
     }
 
     /// A TCP port nobody listens on right now.
@@ -131,8 +149,12 @@ public struct LocalPostgres: Sendable {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
         return Int(UInt16(bigEndian: address.sin_port))
     }
 }

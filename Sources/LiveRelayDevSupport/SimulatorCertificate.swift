@@ -26,12 +26,14 @@ public struct SimulatorCertificate: Sendable {
             issuerPrivateKey: .init(caKey))
         let leafKey = P256.Signing.PrivateKey()
         var names: [GeneralName] = [.dnsName("localhost")]
-        names += hosts.filter { $0 != "localhost" && !$0.contains(":") && Int($0.prefix(while: { $0 != "." })) == nil }.map { .dnsName($0) }
+        names += hosts.filter { $0 != "localhost" && !$0.contains(":") && Int($0.prefix(while: { $0 != "." })) == nil }
+            .map { .dnsName($0) }
         names.append(.ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])))
         let leaf = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(leafKey.publicKey),
             notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(3650 * 86_400),
-            issuer: caName, subject: try DistinguishedName { CommonName("localhost") }, signatureAlgorithm: .ecdsaWithSHA256,
+            issuer: caName, subject: try DistinguishedName { CommonName("localhost") },
+            signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))

@@ -22,8 +22,11 @@ public struct DatabaseConnector: Sendable {
         let sslMode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer"
         let tls: PostgresConnection.Configuration.TLS
         switch sslMode {
-        case "require", "verify-ca", "verify-full": tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-        case "disable", "prefer": tls = sslMode == "disable" ? .disable : .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        case "require", "verify-ca", "verify-full":
+            tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
+        case "disable", "prefer":
+            tls = sslMode == "disable"
+                ? .disable : .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
         default: throw DatabaseURLError(problem: "has an unknown sslmode \(sslMode) (use disable, prefer or require)")
         }
         var database = components.path
@@ -46,7 +49,8 @@ public struct DatabaseConnector: Sendable {
         self.configuration = configuration
         self.connectTimeout = connectTimeout
         var client = PostgresClient.Configuration(
-            host: host, port: components.port ?? 5432, username: configuration.username, password: configuration.password,
+            host: host, port: components.port ?? 5432, username: configuration.username,
+            password: configuration.password,
             database: configuration.database,
             tls: sslMode == "disable" ? .disable
                 : sslMode == "prefer" ? .prefer(.makeClientConfiguration()) : .require(.makeClientConfiguration()))
@@ -154,8 +158,10 @@ extension DatabaseConnector {
             } catch {
                 onFailure()
                 if shouldStop() || error is CancellationError { break }
+                let retryMilliseconds = backoff.components.seconds * 1000
+                    + backoff.components.attoseconds / 1_000_000_000_000_000
                 logger.warning("\(role) lost its database connection; reconnecting", metadata: [
-                    "error": "\(safeDescription(error))", "retry_in_ms": "\(backoff.components.seconds * 1000 + backoff.components.attoseconds / 1_000_000_000_000_000)",
+                    "error": "\(safeDescription(error))", "retry_in_ms": "\(retryMilliseconds)",
                 ])
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, .seconds(2))

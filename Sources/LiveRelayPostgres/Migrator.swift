@@ -27,18 +27,22 @@ public struct Migrator: Sendable {
         func scripts(_ folder: String) throws -> [Script] {
             let url = directory.appendingPathComponent(folder)
             let names = try FileManager.default.contentsOfDirectory(atPath: url.path).filter { $0.hasSuffix(".sql") }
-            return try names.map { Script(name: $0, sql: try String(contentsOf: url.appendingPathComponent($0), encoding: .utf8)) }
+            return try names.map {
+                Script(name: $0, sql: try String(contentsOf: url.appendingPathComponent($0), encoding: .utf8))
+            }
         }
         self.init(migrations: try scripts("migrations"), repeatable: try scripts("sql"))
         self.directory = directory
     }
 
-    /// Finds the folder holding `migrations/`: `LIVERELAY_SQL_DIR`, the working directory, or next to the executable's package.
+    /// Finds the folder holding `migrations/`: `LIVERELAY_SQL_DIR`, the working directory, or next to the executable's
+    /// package.
     public static func locateDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL? {
         var candidates: [URL] = []
         if let explicit = environment["LIVERELAY_SQL_DIR"] { candidates.append(URL(fileURLWithPath: explicit)) }
         candidates.append(URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
-        var executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        var executable = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            .deletingLastPathComponent()
         for _ in 0..<5 {
             candidates.append(executable)
             executable.deleteLastPathComponent()
@@ -112,10 +116,12 @@ public struct Migrator: Sendable {
     /// Whether every migration file has been applied (for `/ready`).
     public func isUpToDate(on connection: PostgresConnection, logger: Logger) async throws -> Bool {
         var applied = Set<String>()
-        for try await version in try await connection.query("SELECT version FROM schema_migrations", logger: logger).decode(String.self) {
+        let versions = try await connection.query("SELECT version FROM schema_migrations", logger: logger)
+        for try await version in versions.decode(String.self) {
             applied.insert(version)
         }
-        return migrations.allSatisfy { applied.contains($0.name) } && repeatable.allSatisfy { applied.contains("sql/" + $0.name) }
+        return migrations.allSatisfy { applied.contains($0.name) }
+            && repeatable.allSatisfy { applied.contains("sql/" + $0.name) }
     }
 
     private func apply(
@@ -152,7 +158,8 @@ public enum MigrationError: Error, CustomStringConvertible {
     public var description: String {
         switch self {
         case .changedAfterApply(let name):
-            return "migration \(name) was changed after it was applied; add a new numbered migration instead of editing an applied one"
+            return "migration \(name) was changed after it was applied; "
+                + "add a new numbered migration instead of editing an applied one"
         case .failed(let name, let underlying):
             return "migration \(name) failed and was rolled back: \(underlying)"
         }

@@ -147,7 +147,8 @@ public final class WakeupListener: Service, Sendable {
         // connection can take seconds on a loaded machine): the row then goes stale, ignored after 2 minutes.
         guard !Task.isCancelled else { return }
         _ = try? await connector.withConnection(logger: logger) { connection in
-            try await connection.query("DELETE FROM relay_wakeup WHERE instance_id = \(self.instanceID)", logger: self.logger)
+            try await connection.query(
+                "DELETE FROM relay_wakeup WHERE instance_id = \(self.instanceID)", logger: self.logger)
         }
     }
 

@@ -64,7 +64,8 @@ public struct RelayServer: Sendable {
         let listener = WakeupListener(connector: connector, logger: logger)
         return makeAPI(
             listener: listener, hub: BroadcastHub(connector: connector, listener: listener, logger: logger),
-            pool: PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger), metrics: RelayMetrics(),
+            pool: PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger),
+            metrics: RelayMetrics(),
             credentialsMinted: { [:] }, auth: Authenticator(adminToken: nil, tokenSecret: "unused")
         ).routeSignatures()
     }

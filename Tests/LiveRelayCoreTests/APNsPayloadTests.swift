@@ -11,12 +11,14 @@ struct APNsPayloadTests {
             event: .update, timestamp: 1_712_345_678, contentState: .object(["status": .string("working")]),
             staleDate: 1_712_349_278, relevanceScore: 50)
         #expect(String(decoding: payload.compactBytes, as: UTF8.self)
-            == #"{"aps":{"content-state":{"status":"working"},"event":"update","relevance-score":50,"stale-date":1712349278,"timestamp":1712345678}}"#)
+                == #"{"aps":{"content-state":{"status":"working"},"event":"update","relevance-score":50,"stale-date":1712349278,"timestamp":1712345678}}"#
+        )
     }
 
     @Test("dismissal-date is sent with end only")
     func dismissalDateOnlyOnEnd() {
-        let update = APNsPayload.liveActivity(event: .update, timestamp: 1, contentState: .object([:]), dismissalDate: 9)
+        let update = APNsPayload.liveActivity(
+            event: .update, timestamp: 1, contentState: .object([:]), dismissalDate: 9)
         let end = APNsPayload.liveActivity(event: .end, timestamp: 1, contentState: .object([:]), dismissalDate: 9)
         #expect(update.objectValue?["aps"]?.objectValue?["dismissal-date"] == nil)
         #expect(end.objectValue?["aps"]?.objectValue?["dismissal-date"] == .integer(9))
@@ -25,7 +27,8 @@ struct APNsPayloadTests {
     @Test("push-to-start carries attributes-type, attributes and an alert")
     func pushToStart() {
         let payload = APNsPayload.pushToStart(
-            timestamp: 5, attributesType: "SessionActivityAttributes", attributes: .object(["sessionId": .string("abc")]),
+            timestamp: 5, attributesType: "SessionActivityAttributes",
+            attributes: .object(["sessionId": .string("abc")]),
             contentState: .object(["status": .string("working")]),
             alert: .object(["title": .string("Session Started"), "body": .string("OpenCode is working")]))
         let aps = payload.objectValue?["aps"]?.objectValue
@@ -53,7 +56,8 @@ struct APNsPayloadTests {
     @Test("numbers keep integers exact and fractions as fractions")
     func numbers() throws {
         let parsed = try JSONValue(parsing: #"{"i": 1712345678901, "f": 0.5, "b": true, "n": null}"#)
-        #expect(String(decoding: parsed.compactBytes, as: UTF8.self) == #"{"b":true,"f":0.5,"i":1712345678901,"n":null}"#)
+        #expect(
+            String(decoding: parsed.compactBytes, as: UTF8.self) == #"{"b":true,"f":0.5,"i":1712345678901,"n":null}"#)
     }
 }
 
@@ -79,7 +83,8 @@ struct DeliveryDecisionTests {
 
 @Suite("Retry policy")
 struct RetryPolicyTests {
-    let policy = RetryPolicy(initialDelaySeconds: 0.25, maximumDelaySeconds: 60, maximumAttempts: 12, maximumAgeSeconds: 3600)
+    let policy = RetryPolicy(
+        initialDelaySeconds: 0.25, maximumDelaySeconds: 60, maximumAttempts: 12, maximumAgeSeconds: 3600)
 
     @Test("delays grow exponentially within jitter bounds, capped")
     func exponentialWithJitter() {

@@ -73,7 +73,8 @@ struct ConfigurationTests {
     @Test("the provider token is ES256, verifiable, and reused until it is 50 minutes old")
     func providerTokenLifetime() throws {
         let clock = TestClock(now: 1_800_000_000)
-        let source = try ProviderTokenSource(teamID: "T", keyID: "K", privateKeyPEM: key.pemRepresentation, now: { clock.now })
+        let source = try ProviderTokenSource(
+            teamID: "T", keyID: "K", privateKeyPEM: key.pemRepresentation, now: { clock.now })
         let first = try source.token()
         let (keyID, claims) = try SimulatorJWT.verifyES256(first, key: key.publicKey, claims: ProviderTokenClaims.self)
         #expect(keyID == "K" && claims.iss == "T" && claims.iat == 1_800_000_000)
@@ -95,7 +96,8 @@ struct ConfigurationTests {
 
     @Test("a token signed by another key does not verify")
     func wrongKey() throws {
-        let token = try ProviderTokenJWT.make(teamID: "T", keyID: "K", issuedAt: 1, privateKey: P256.Signing.PrivateKey())
+        let token = try ProviderTokenJWT.make(
+            teamID: "T", keyID: "K", issuedAt: 1, privateKey: P256.Signing.PrivateKey())
         #expect(throws: SimulatorJWT.Failure.badSignature) {
             try SimulatorJWT.verifyES256(token, key: key.publicKey, claims: ProviderTokenClaims.self)
         }

@@ -12,7 +12,8 @@ struct DeliveryPlannerTests {
                   lastHash: String? = nil,
                   lastTimestamp: Int64? = nil, message: String? = nil) -> ActivitySnapshot {
         ActivitySnapshot(
-            id: activity, activityToken: "aa11", bundleID: "b.app", environment: .sandbox, status: status, contentState: state,
+            id: activity, activityToken: "aa11", bundleID: "b.app", environment: .sandbox, status: status,
+            contentState: state,
             priority: 5, message: message, lastTimestamp: lastTimestamp, lastPayloadHash: lastHash)
     }
 
@@ -22,7 +23,8 @@ struct DeliveryPlannerTests {
 
     @Test("a burst of rows for one activity becomes one push of its current state")
     func coalesces() throws {
-        let plan = planner.plan(rows: rows([4, 9, 7]), snapshots: [activity: snapshot()], lockedActivities: [activity], now: 100)
+        let plan = planner.plan(
+            rows: rows([4, 9, 7]), snapshots: [activity: snapshot()], lockedActivities: [activity], now: 100)
         let push = try #require(plan.pushes.first)
         #expect(plan.pushes.count == 1)
         #expect(push.rows.map(\.id) == [9, 7, 4])
@@ -34,8 +36,11 @@ struct DeliveryPlannerTests {
 
     @Test("the state last sent is not sent again")
     func skipsRepeat() throws {
-        let first = try #require(planner.plan(rows: rows([1]), snapshots: [activity: snapshot()], lockedActivities: [activity], now: 100).pushes.first)
-        let again = planner.plan(rows: rows([2]), snapshots: [activity: snapshot(lastHash: first.stateHash, lastTimestamp: 100)],
+        let first = try #require(
+            planner.plan(rows: rows([1]), snapshots: [activity: snapshot()], lockedActivities: [activity], now: 100)
+                .pushes.first)
+        let again = planner.plan(
+            rows: rows([2]), snapshots: [activity: snapshot(lastHash: first.stateHash, lastTimestamp: 100)],
                                  lockedActivities: [activity], now: 101)
         #expect(again.pushes.isEmpty)
         #expect(again.settled.map(\.status) == [.coalesced])
@@ -43,7 +48,9 @@ struct DeliveryPlannerTests {
 
     @Test("aps.timestamp never goes backwards, even if the clock does")
     func monotonicTimestamp() throws {
-        let plan = planner.plan(rows: rows([1]), snapshots: [activity: snapshot(lastTimestamp: 500)], lockedActivities: [activity], now: 400)
+        let plan = planner.plan(
+            rows: rows([1]), snapshots: [activity: snapshot(lastTimestamp: 500)], lockedActivities: [activity], now: 400
+        )
         #expect(plan.pushes.first?.timestamp == 500)
     }
 

@@ -73,19 +73,23 @@ struct CrashRecoveryTests {
         try await Harness.with(databaseURL: postgres.url(database: "liverelay")) { h in
             try await h.withRelay {
                 try await h.registerActivity(session: "s-restart")
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-restart'"#)
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-restart'"#)
                 try await h.waitForPushes { $0.count == 1 }
                 try await Blocking.run { try postgres.restart(mode: "immediate") }
                 // Writes right after the restart, while the relay is still reconnecting.
                 for n in 2...20 {
-                    try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id = 's-restart'")
+                    try await h.sql(
+                        "UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id = 's-restart'"
+                    )
                 }
                 let pushes = try await h.waitForPushes(timeout: .seconds(15)) { $0.last?.n == 20 }
                 // Never backwards; a state may repeat once when the restart cut off the batch that sent it.
                 let states = pushes.compactMap(\.n)
                 #expect(zip(states, states.dropFirst()).allSatisfy { $0 <= $1 }, "\(states)")
                 // Keep working after recovery, with the wake-up path (not only the poll).
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 21}' WHERE session_id = 's-restart'"#)
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 21}' WHERE session_id = 's-restart'"#)
                 try await h.waitForPushes(timeout: .seconds(5)) { $0.last?.n == 21 }
             }
         }
@@ -128,7 +132,9 @@ struct CrashRecoveryTests {
         // releases the activity's lock, then B's statement takes the lock. B must build from A's state, not older.
         try await Harness.with { h in
             _ = try await h.registerActivity(session: "s-late-lock", state: #"{"n": 1}"#)
-            let id = try #require(try await h.rows("SELECT id FROM activity_registration WHERE session_id = 's-late-lock'", as: UUID.self).first)
+            let id = try #require(
+                try await h.rows("SELECT id FROM activity_registration WHERE session_id = 's-late-lock'", as: UUID.self)
+                    .first)
             try await h.withConnection { holder in
                 try await holder.query("BEGIN", logger: h.logger)
                 try await holder.query("SELECT pg_advisory_xact_lock(4242)", logger: h.logger)
@@ -144,7 +150,8 @@ struct CrashRecoveryTests {
                     SELECT count(*) = 1 FROM pg_stat_activity
                     WHERE wait_event = 'advisory' AND datname = current_database()
                     """)
-                try await holder.query(#"UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 's-late-lock'"#,
+                try await holder.query(
+                    #"UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 's-late-lock'"#,
                                        logger: h.logger)
                 try await holder.query("COMMIT", logger: h.logger)
                 // The claim (its row, and the state beside it) sees n = 2, written while the statement waited; the

@@ -16,19 +16,33 @@ struct DashboardAPITests {
                 try await h.sql("UPDATE activity_registration SET status = 'ended' WHERE session_id = 'v2'")
                 try await h.waitUntil("SELECT count(*) = 0 FROM delivery_outbox")
                 #expect(try await api.request(.GET, "/v1/views/activities").status == 401)
-                let active = try await api.request(.GET, "/v1/views/activities?status=eq.active&order=session_id.desc&limit=10", headers: RelayHTTP.admin)
+                let active = try await api.request(
+                    .GET, "/v1/views/activities?status=eq.active&order=session_id.desc&limit=10",
+                    headers: RelayHTTP.admin)
                 #expect(active.status == 200)
                 #expect(active.json?.arrayValue?.compactMap { $0.objectValue?["session_id"] } == [.string("v1")])
-                let stats = try await api.request(.GET, "/v1/views/delivery_stats?status=eq.sent", headers: RelayHTTP.admin)
+                let stats = try await api.request(
+                    .GET, "/v1/views/delivery_stats?status=eq.sent", headers: RelayHTTP.admin)
                 #expect(stats.json?.arrayValue?.first?.objectValue?["deliveries"] == .integer(1))
                 for name in ["devices", "recent_deliveries", "queue_depth"] {
-                    #expect(try await api.request(.GET, "/v1/views/\(name)", headers: RelayHTTP.admin).status == 200, "\(name)")
+                    #expect(
+                        try await api.request(.GET, "/v1/views/\(name)", headers: RelayHTTP.admin).status == 200,
+                        "\(name)")
                 }
-                let injection = try await api.request(.GET, "/v1/views/activities?session_id=eq.x'%3B%20DROP%20TABLE%20delivery_log%3B--", headers: RelayHTTP.admin)
+                let injection = try await api.request(
+                    .GET, "/v1/views/activities?session_id=eq.x'%3B%20DROP%20TABLE%20delivery_log%3B--",
+                    headers: RelayHTTP.admin)
                 #expect(injection.status == 200 && injection.json == .array([]))
-                #expect(try await api.request(.GET, "/v1/views/activities?nope=eq.1", headers: RelayHTTP.admin).status == 400)
-                #expect(try await api.request(.GET, "/v1/views/activities?order=secret_hash.asc", headers: RelayHTTP.admin).status == 400)
-                #expect(try await api.request(.GET, "/v1/views/activities?created_at=gt.yesterday-ish", headers: RelayHTTP.admin).status == 400)
+                #expect(
+                    try await api.request(.GET, "/v1/views/activities?nope=eq.1", headers: RelayHTTP.admin).status
+                        == 400)
+                #expect(
+                    try await api.request(.GET, "/v1/views/activities?order=secret_hash.asc", headers: RelayHTTP.admin)
+                        .status == 400)
+                #expect(
+                    try await api.request(
+                        .GET, "/v1/views/activities?created_at=gt.yesterday-ish", headers: RelayHTTP.admin
+                    ).status == 400)
                 #expect(try await api.request(.GET, "/v1/views/pg_shadow", headers: RelayHTTP.admin).status == 404)
                 #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_log", as: Int64.self) == [1])
             }
@@ -61,14 +75,20 @@ struct DashboardAPITests {
                 #expect(update.aps["stale-date"] == .integer(2_000_000_000) && update.priority == "10")
 
                 let newToken = randomToken()
-                #expect(try await api.request(.PUT, "/v1/live-activities/\(id)/token", json: #"{"token":"\#(newToken)"}"#, headers: RelayHTTP.admin).status == 200)
+                #expect(
+                    try await api.request(
+                        .PUT, "/v1/live-activities/\(id)/token", json: #"{"token":"\#(newToken)"}"#,
+                        headers: RelayHTTP.admin
+                    ).status == 200)
                 // The new token gets the current state at once.
                 let current = try #require(try await h.waitForPushes { $0.count == 2 }.last)
                 #expect(current.token == newToken && current.event == "update")
-                let ended = try await api.request(.DELETE, "/v1/live-activities/\(id)?dismissalDate=2000000100", headers: RelayHTTP.admin)
+                let ended = try await api.request(
+                    .DELETE, "/v1/live-activities/\(id)?dismissalDate=2000000100", headers: RelayHTTP.admin)
                 #expect(ended.status == 200 && ended["status"] == .string("ended"))
                 let end = try #require(try await h.waitForPushes { $0.count == 3 }.last)
-                #expect(end.token == newToken && end.event == "end" && end.aps["dismissal-date"] == .integer(2_000_000_100))
+                #expect(
+                    end.token == newToken && end.event == "end" && end.aps["dismissal-date"] == .integer(2_000_000_100))
 
                 // Sendora's and most clients' name for the token, accepted too; two different values are refused.
                 let pushToken = randomToken()
@@ -92,15 +112,22 @@ struct DashboardAPITests {
                 #expect(rotated.status == 200, "\(rotated.text)")
                 #expect(rotated["tokenSuffix"] == .string(String(newToken.suffix(8))), "\(rotated.text)")
 
-                #expect(try await api.request(.GET, "/v1/live-activities/\(UUID())", headers: RelayHTTP.admin).status == 404)
-                let bad = try await api.request(.PATCH, "/v1/live-activities/\(id)", json: #"{"contentState":{"x":1}}"#, headers: RelayHTTP.admin)
+                #expect(
+                    try await api.request(.GET, "/v1/live-activities/\(UUID())", headers: RelayHTTP.admin).status == 404
+                )
+                let bad = try await api.request(
+                    .PATCH, "/v1/live-activities/\(id)", json: #"{"contentState":{"x":1}}"#, headers: RelayHTTP.admin)
                 #expect(bad.status == 404)
-                let notObject = try await api.post("/v1/live-activities", #"{"token":"ab","contentState":[1]}"#, headers: RelayHTTP.admin)
+                let notObject = try await api.post(
+                    "/v1/live-activities", #"{"token":"ab","contentState":[1]}"#, headers: RelayHTTP.admin)
                 #expect(notObject.status == 400)
-                let other = try await api.post("/v1/live-activities", #"{"token":"\#(randomToken())","contentState":{"n":0}}"#, headers: RelayHTTP.admin)
+                let other = try await api.post(
+                    "/v1/live-activities", #"{"token":"\#(randomToken())","contentState":{"n":0}}"#,
+                    headers: RelayHTTP.admin)
                 guard case .string(let otherID)? = other["id"] else { Issue.record("no id: \(other.text)"); return }
                 let tooBig = try await api.request(.PATCH, "/v1/live-activities/\(otherID)",
-                    json: #"{"contentState":{"x":"\#(String(repeating: "a", count: 5000))"}}"#, headers: RelayHTTP.admin)
+                    json: #"{"contentState":{"x":"\#(String(repeating: "a", count: 5000))"}}"#, headers: RelayHTTP.admin
+                )
                 #expect(tooBig.status == 400)
                 #expect(tooBig["error"].map { "\($0)" }?.contains("APNs accepts at most 4096") == true)
             }
@@ -123,7 +150,12 @@ struct DashboardAPITests {
                 #expect(metrics.text.contains("liverelay_provider_tokens_minted 1"))
                 let ready = try await api.request(.GET, "/ready")
                 #expect(ready.status == 200)
-                #expect(ready["checks"] == .object(["database": .bool(true), "migrations": .bool(true), "listener": .bool(true), "stream": .bool(true)]))
+                #expect(
+                    ready["checks"]
+                        == .object([
+                            "database": .bool(true), "migrations": .bool(true), "listener": .bool(true),
+                            "stream": .bool(true),
+                        ]))
             }
         }
     }

@@ -16,16 +16,22 @@ struct FailureHandlingTests {
                 var faults = SimulatorFaults()
                 faults.tokenErrors[dead] = "Unregistered"
                 h.simulator.setFaults(faults)
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-dead'"#)
-                try await h.waitUntil("SELECT status = 'invalidated' FROM activity_registration WHERE session_id = 's-dead'")
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-dead'"#)
+                try await h.waitUntil(
+                    "SELECT status = 'invalidated' FROM activity_registration WHERE session_id = 's-dead'")
                 try await h.waitUntil("SELECT count(*) = 1 FROM delivery_log WHERE session_id = 's-dead'")
-                let log = try await h.rows("SELECT status || ' ' || apns_status || ' ' || apns_reason FROM delivery_log WHERE session_id = 's-dead'", as: String.self)
+                let log = try await h.rows(
+                    "SELECT status || ' ' || apns_status || ' ' || apns_reason FROM delivery_log WHERE session_id = 's-dead'",
+                    as: String.self)
                 #expect(log == ["failed 410 Unregistered"])
 
                 // Later writes to the dead activity are silent; a write to a live one still goes out.
                 let responsesBefore = h.simulator.responseCounts()["410"]
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 's-dead'"#)
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 3}' WHERE session_id = 's-alive'"#)
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 's-dead'"#)
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 3}' WHERE session_id = 's-alive'"#)
                 try await h.waitForPushes { $0.contains { $0.token == alive } }
                 try await h.waitUntil("SELECT count(*) = 0 FROM delivery_outbox")
                 #expect(h.simulator.responseCounts()["410"] == responsesBefore)
@@ -42,10 +48,12 @@ struct FailureHandlingTests {
                 var faults = SimulatorFaults()
                 faults.sandboxTokens = [token]
                 h.simulator.setFaults(faults)
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-sandbox'"#)
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-sandbox'"#)
                 let push = try #require(try await h.waitForPushes { $0.count == 1 }.first)
                 #expect(push.environment == "sandbox")
-                try await h.waitUntil("SELECT apns_env = 'sandbox' FROM activity_registration WHERE session_id = 's-sandbox'")
+                try await h.waitUntil(
+                    "SELECT apns_env = 'sandbox' FROM activity_registration WHERE session_id = 's-sandbox'")
             }
         }
     }
@@ -58,8 +66,10 @@ struct FailureHandlingTests {
                 var faults = SimulatorFaults()
                 faults.tokenErrors[token] = "BadDeviceToken"
                 h.simulator.setFaults(faults)
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-bad-token'"#)
-                try await h.waitUntil("SELECT status = 'invalidated' FROM activity_registration WHERE session_id = 's-bad-token'")
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-bad-token'"#)
+                try await h.waitUntil(
+                    "SELECT status = 'invalidated' FROM activity_registration WHERE session_id = 's-bad-token'")
                 #expect(h.simulator.responseCounts()["400"] == 2)
             }
         }
@@ -74,24 +84,33 @@ struct FailureHandlingTests {
             faults.retryAfterSeconds = 0
             h.simulator.setFaults(faults)
             // Backoff capped at 400 ms so the test does not wait out long (correct) delays.
-            try await h.withRelay(environment: ["LIVERELAY_RETRY_MAX_DELAY_MS": "400", "LIVERELAY_RETRY_MAX_ATTEMPTS": "40"]) {
+            try await h.withRelay(environment: [
+                "LIVERELAY_RETRY_MAX_DELAY_MS": "400", "LIVERELAY_RETRY_MAX_ATTEMPTS": "40",
+            ]) {
                 var registered: [String: String] = [:]
-                for index in 0..<20 { registered["s-retry-\(index)"] = try await h.registerActivity(session: "s-retry-\(index)") }
+                for index in 0..<20 {
+                    registered["s-retry-\(index)"] = try await h.registerActivity(session: "s-retry-\(index)")
+                }
                 let tokens = registered
                 for round in 1...3 {
-                    try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id LIKE 's-retry-%'")
+                    try await h.sql(
+                        "UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id LIKE 's-retry-%'"
+                    )
                 }
                 let pushes = try await h.waitForPushes(timeout: .seconds(40)) { pushes in
                     tokens.values.allSatisfy { token in pushes.last { $0.token == token }?.n == 3 }
                 }
-                #expect(h.simulator.responseCounts()["503", default: 0] + h.simulator.responseCounts()["429", default: 0] > 0)
+                #expect(
+                    h.simulator.responseCounts()["503", default: 0] + h.simulator.responseCounts()["429", default: 0]
+                        > 0)
                 // Per activity, states arrive in order.
                 for token in tokens.values {
                     let states = pushes.filter { $0.token == token }.compactMap(\.n)
                     #expect(states == states.sorted() && Set(states).count == states.count)
                 }
                 try await h.waitUntil("SELECT count(*) = 0 FROM delivery_outbox")
-                let retrying = try await h.rows("SELECT count(*)::int8 FROM delivery_log WHERE status = 'retrying'", as: Int64.self)
+                let retrying = try await h.rows(
+                    "SELECT count(*)::int8 FROM delivery_log WHERE status = 'retrying'", as: Int64.self)
                 #expect(retrying.first ?? 0 > 0)
             }
         }
@@ -100,9 +119,13 @@ struct FailureHandlingTests {
     @Test("GOAWAY and connection resets mid-request: the relay moves to new connections; nothing lost, order kept")
     func resetsAndGoAway() async throws {
         try await Harness.with { h in
-            try await h.withRelay(environment: ["LIVERELAY_RETRY_MAX_DELAY_MS": "400", "LIVERELAY_RETRY_MAX_ATTEMPTS": "40"]) {
+            try await h.withRelay(environment: [
+                "LIVERELAY_RETRY_MAX_DELAY_MS": "400", "LIVERELAY_RETRY_MAX_ATTEMPTS": "40",
+            ]) {
                 var registered: [String: String] = [:]
-                for index in 0..<30 { registered["s-conn-\(index)"] = try await h.registerActivity(session: "s-conn-\(index)") }
+                for index in 0..<30 {
+                    registered["s-conn-\(index)"] = try await h.registerActivity(session: "s-conn-\(index)")
+                }
                 let tokens = registered
 
                 // Phase 1: GOAWAY. The relay opens no stream on a connection after its GOAWAY; streams the server
@@ -113,7 +136,9 @@ struct FailureHandlingTests {
                 func deliverRounds(_ rounds: ClosedRange<Int>) async throws -> [RecordedPush] {
                     var pushes: [RecordedPush] = []
                     for round in rounds {
-                        try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id LIKE 's-conn-%'")
+                        try await h.sql(
+                            "UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id LIKE 's-conn-%'"
+                        )
                         pushes = try await h.waitForPushes(timeout: .seconds(40)) { pushes in
                             tokens.values.allSatisfy { token in pushes.last { $0.token == token }?.n == Int64(round) }
                         }
@@ -178,7 +203,9 @@ struct FailureHandlingTests {
             for index in 0..<20 { registered.append(try await h.registerActivity(session: "s-down-\(index)")) }
             let tokens = registered
             for n in 1...10 {
-                try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id LIKE 's-down-%'")
+                try await h.sql(
+                    "UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id LIKE 's-down-%'"
+                )
             }
             // Queued with the writes, durable while no relay runs: one row per activity and write.
             let queued = try await h.rows(
@@ -199,7 +226,8 @@ struct FailureHandlingTests {
         try await Harness.with { h in
             try await h.withRelay {
                 try await h.registerActivity(session: "s-jwt")
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-jwt'"#)
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-jwt'"#)
                 let first = try #require(try await h.waitForPushes { $0.count == 1 }.first)
                 // Wait for the clock to pass the first token's second, then declare that token expired.
                 while Int64(Date().timeIntervalSince1970) <= first.providerTokenIssuedAt {
@@ -208,7 +236,8 @@ struct FailureHandlingTests {
                 var faults = SimulatorFaults()
                 faults.expireProviderTokensIssuedBefore = first.providerTokenIssuedAt + 1
                 h.simulator.setFaults(faults)
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 's-jwt'"#)
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 's-jwt'"#)
                 let second = try #require(try await h.waitForPushes { $0.count == 2 }.last)
                 #expect(second.n == 2)
                 #expect(second.providerTokenIssuedAt > first.providerTokenIssuedAt)

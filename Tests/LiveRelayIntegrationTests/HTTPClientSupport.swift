@@ -17,7 +17,9 @@ struct RelayHTTP: Sendable {
         subscript(key: String) -> JSONValue? { json?.objectValue?[key] }
     }
 
-    func request(_ method: HTTPMethod, _ path: String, json: String? = nil, headers: [(String, String)] = []) async throws -> Reply {
+    func request(
+        _ method: HTTPMethod, _ path: String, json: String? = nil, headers: [(String, String)] = []
+    ) async throws -> Reply {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)\(path)")
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
@@ -99,7 +101,8 @@ final class SSEClient: @unchecked Sendable {
             if condition(received) { return received }
             try await Task.sleep(for: .milliseconds(10))
         }
-        Issue.record("timed out waiting for events; received \(received.map { "\($0.id ?? -1) \($0.name) \($0.data)" })")
+        Issue.record(
+            "timed out waiting for events; received \(received.map { "\($0.id ?? -1) \($0.name) \($0.data)" })")
         throw Harness.TimedOut()
     }
 

@@ -31,7 +31,8 @@ struct Harness: Sendable {
     private static func withoutSlot(databaseURL: String?, _ body: @Sendable (Harness) async throws -> Void)
         async throws {
         var logger = Logger(label: "test")
-        logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+        logger.logLevel =
+            ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
         let databaseURL = if let databaseURL { databaseURL } else { try await Blocking.run(TestCluster.newDatabase) }
         let key = P256.Signing.PrivateKey()
         let certificate = try SimulatorCertificate.generate()
@@ -104,10 +105,13 @@ struct Harness: Sendable {
     }
 
     /// Runs an in-process relay while `body` runs with its HTTP port.
-    func withRelayPort(environment extra: [String: String] = [:], _ body: @Sendable (Int) async throws -> Void) async throws {
+    func withRelayPort(
+        environment extra: [String: String] = [:], _ body: @Sendable (Int) async throws -> Void
+    ) async throws {
         let configuration = try RelayConfiguration.fromEnvironment(
             relayEnvironment.merging(extra) { $1 }, files: LocalFiles())
-        let server = try RelayServer(configuration: configuration, migrator: try Migrator(directory: Self.projectRoot), logger: logger)
+        let server = try RelayServer(
+            configuration: configuration, migrator: try Migrator(directory: Self.projectRoot), logger: logger)
         let (ready, readySink) = AsyncStream.makeStream(of: Int.self)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
@@ -143,7 +147,8 @@ struct Harness: Sendable {
     }
 
     /// Runs SQL and decodes its rows.
-    func rows<Row: Sendable>(_ query: PostgresQuery, as type: Row.Type) async throws -> [Row] where Row: PostgresDecodable {
+    func rows<Row: Sendable>(_ query: PostgresQuery, as type: Row.Type) async throws -> [Row]
+    where Row: PostgresDecodable {
         let connector = try DatabaseConnector(url: databaseURL)
         return try await connector.withConnection(logger: logger) { connection in
             var rows: [Row] = []
@@ -181,7 +186,9 @@ struct Harness: Sendable {
     }
 
     /// Waits until a query returns true.
-    func waitUntil(timeout: Duration = .seconds(20), _ query: PostgresQuery, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    func waitUntil(
+        timeout: Duration = .seconds(20), _ query: PostgresQuery, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if try await rows(query, as: Bool.self).first == true { return }

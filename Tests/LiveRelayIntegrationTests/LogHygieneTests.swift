@@ -21,20 +21,27 @@ struct LogHygieneTests {
             h.simulator.setFaults(faults)
             _ = try await api.post("/v1/device/register", #"{"secret":"\#(secret)","deviceToken":"\#(deviceToken)"}"#)
             _ = try await api.post("/v1/device/register", #"{"secret":"\#(secret)","deviceToken":"\#(deadToken)"}"#)
-            _ = try await api.post("/v1/activity/register", #"{"secret":"\#(secret)","sessionID":"ses_log","activityToken":"\#(activityToken)"}"#)
-            let event = try await api.post("/v1/event", #"{"secret":"\#(secret)","eventType":"progress","sessionID":"ses_log","contentState":{"n":1}}"#)
+            _ = try await api.post(
+                "/v1/activity/register",
+                #"{"secret":"\#(secret)","sessionID":"ses_log","activityToken":"\#(activityToken)"}"#)
+            let event = try await api.post(
+                "/v1/event",
+                #"{"secret":"\#(secret)","eventType":"progress","sessionID":"ses_log","contentState":{"n":1}}"#)
             #expect(event["sent"] == .integer(1))
-            let alert = try await api.post("/v1/event", #"{"secret":"\#(secret)","eventType":"permission","sessionID":"ses_log"}"#)
+            let alert = try await api.post(
+                "/v1/event", #"{"secret":"\#(secret)","eventType":"permission","sessionID":"ses_log"}"#)
             #expect(alert["sent"] == .integer(1) && alert["failed"] == .integer(1))
             let minted = try await api.post("/v1/devices/\(UUID())/token", "{}", headers: RelayHTTP.admin)
             guard case .string(let issued)? = minted["token"] else { Issue.record("no token"); return }
-            _ = try await api.request(.GET, "/v1/stream?channel=session:ses_log", headers: [("X-Relay-Secret", "wrong")])
-            _ = try await api.request(.GET, "/rest/v1/device_live_activity_message", headers: [("Authorization", "Bearer \(issued)")])
+            _ = try await api.request(
+                .GET, "/v1/stream?channel=session:ses_log", headers: [("X-Relay-Secret", "wrong")])
+            _ = try await api.request(
+                .GET, "/rest/v1/device_live_activity_message", headers: [("Authorization", "Bearer \(issued)")])
             _ = try await relay.terminate(within: .seconds(30))
             let output = relay.output
             #expect(output.count > 1000, "trace logging produced too little to judge")
             for (name, value) in [("secret", secret), ("device token", deviceToken), ("activity token", activityToken),
-                                  ("dead token", deadToken), ("admin token", Harness.adminToken), ("device token issued", issued),
+                ("dead token", deadToken), ("admin token", Harness.adminToken), ("device token issued", issued),
                                   ("secret hash", secretHash(secret))] {
                 #expect(!output.contains(value), "the log contains the \(name)")
             }

@@ -20,7 +20,9 @@ struct OpenAPITests {
             "DATABASE_URL": "postgres://x@127.0.0.1:1/x", "APNS_TEAM_ID": "T", "APNS_KEY_ID": "K",
             "APNS_PRIVATE_KEY": P256Key.pem,
         ], files: LocalFiles())
-        let server = try RelayServer(configuration: configuration, migrator: try Migrator(directory: Harness.projectRoot), logger: .init(label: "t"))
+        let server = try RelayServer(
+            configuration: configuration, migrator: try Migrator(directory: Harness.projectRoot),
+            logger: .init(label: "t"))
         let routes = try server.routeSignatures()
         #expect(routes.count >= 20)
         let missing = routes.filter { !documented.contains($0) }
@@ -34,7 +36,8 @@ struct OpenAPITests {
         try await Harness.with { h in
             try await h.withRelayPort { port in
                 let reply = try await RelayHTTP(port: port).request(.GET, "/openapi.json")
-                let file = try String(contentsOf: Harness.projectRoot.appendingPathComponent("openapi.json"), encoding: .utf8)
+                let file = try String(
+                    contentsOf: Harness.projectRoot.appendingPathComponent("openapi.json"), encoding: .utf8)
                 #expect(reply.status == 200 && reply.text == file)
                 let page = try await RelayHTTP(port: port).request(.GET, "/")
                 #expect(page.status == 200 && page.text.contains("<h1>LiveRelay</h1>"))

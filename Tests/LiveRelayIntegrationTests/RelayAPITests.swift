@@ -13,11 +13,13 @@ struct RelayAPITests {
                 let api = RelayHTTP(port: port)
                 let token = randomToken()
                 let register = try await api.post("/v1/device/register",
-                    #"{"secret":"pair-secret","deviceToken":"\#(token)","bundleId":"\#(Harness.bundleID)","apnsEnv":"sandbox"}"#)
+                    #"{"secret":"pair-secret","deviceToken":"\#(token)","bundleId":"\#(Harness.bundleID)","apnsEnv":"sandbox"}"#
+                )
                 #expect(register.status == 200)
                 #expect(register.text == #"{"ok":true}"#)
                 let event = try await api.post("/v1/event",
-                    #"{"secret":"pair-secret","serverID":"srv1","eventType":"complete","sessionID":"ses_1","title":"Fix auth bug","body":"Done"}"#)
+                    #"{"secret":"pair-secret","serverID":"srv1","eventType":"complete","sessionID":"ses_1","title":"Fix auth bug","body":"Done"}"#
+                )
                 #expect(event.status == 200)
                 #expect(event["ok"] == .bool(true) && event["sent"] == .integer(1) && event["failed"] == .integer(0))
                 let push = try #require(h.simulator.pushes().first)
@@ -28,7 +30,8 @@ struct RelayAPITests {
                 #expect(push.payload.objectValue?["sessionID"] == .string("ses_1"))
                 #expect(push.aps["sound"] == .string("alert.wav"), "the OpenCode app ships alert.wav")
                 // A secret with no devices: nothing to send.
-                let none = try await api.post("/v1/event", #"{"secret":"other","eventType":"permission","sessionID":"ses_1"}"#)
+                let none = try await api.post(
+                    "/v1/event", #"{"secret":"other","eventType":"permission","sessionID":"ses_1"}"#)
                 #expect(none["sent"] == .integer(0) && none["failed"] == .integer(0))
             }
         }
@@ -41,7 +44,8 @@ struct RelayAPITests {
                 let api = RelayHTTP(port: port)
                 let token = randomToken()
                 #expect(try await api.post("/v1/activity/register",
-                    #"{"secret":"s3cret","sessionID":"ses_a","activityToken":"\#(token)","bundleId":"\#(Harness.bundleID)"}"#).status == 200)
+                        #"{"secret":"s3cret","sessionID":"ses_a","activityToken":"\#(token)","bundleId":"\#(Harness.bundleID)"}"#
+                    ).status == 200)
                 let progress = try await api.post("/v1/event", #"""
                     {"secret":"s3cret","eventType":"progress","sessionID":"ses_a","contentState":{"status":"working","sessionTitle":"Fix","lastMessage":"Installing dependencies...","retryInfo":null}}
                     """#)
@@ -49,16 +53,22 @@ struct RelayAPITests {
                 let update = try #require(h.simulator.pushes().first)
                 #expect(update.event == "update" && update.token == token)
                 #expect(update.contentState["lastMessage"] == .string("Installing dependencies..."))
-                let complete = try await api.post("/v1/event", #"{"secret":"s3cret","eventType":"complete","sessionID":"ses_a"}"#)
+                let complete = try await api.post(
+                    "/v1/event", #"{"secret":"s3cret","eventType":"complete","sessionID":"ses_a"}"#)
                 #expect(complete["ok"] == .bool(true))
                 try await h.waitForPushes { $0.contains { $0.event == "end" } }
                 try await h.waitUntil("SELECT status = 'ended' FROM activity_registration WHERE session_id = 'ses_a'")
                 // Registering the same (secret, sessionID) again replaces the token and reactivates.
                 let newToken = randomToken()
-                _ = try await api.post("/v1/activity/register", #"{"secret":"s3cret","sessionID":"ses_a","activityToken":"\#(newToken)"}"#)
-                let rows = try await h.rows("SELECT status || ' ' || activity_token FROM activity_registration WHERE session_id = 'ses_a'", as: String.self)
+                _ = try await api.post(
+                    "/v1/activity/register", #"{"secret":"s3cret","sessionID":"ses_a","activityToken":"\#(newToken)"}"#)
+                let rows = try await h.rows(
+                    "SELECT status || ' ' || activity_token FROM activity_registration WHERE session_id = 'ses_a'",
+                    as: String.self)
                 #expect(rows == ["active \(newToken)"])
-                #expect(try await api.post("/v1/activity/unregister", #"{"secret":"s3cret","sessionID":"ses_a"}"#).status == 200)
+                #expect(
+                    try await api.post("/v1/activity/unregister", #"{"secret":"s3cret","sessionID":"ses_a"}"#).status
+                        == 200)
                 #expect(try await h.rows("SELECT count(*)::int8 FROM activity_registration", as: Int64.self) == [0])
             }
         }
@@ -72,7 +82,8 @@ struct RelayAPITests {
                 let startToken = randomToken()
                 _ = try await api.post("/v1/device/register",
                     #"{"secret":"p2s","deviceToken":"\#(randomToken())","pushToStartToken":"\#(startToken)"}"#)
-                let reply = try await api.post("/v1/event", #"{"secret":"p2s","eventType":"start","sessionID":"ses_s","title":"Fix auth bug"}"#)
+                let reply = try await api.post(
+                    "/v1/event", #"{"secret":"p2s","eventType":"start","sessionID":"ses_s","title":"Fix auth bug"}"#)
                 #expect(reply["sent"] == .integer(1))
                 let push = try #require(h.simulator.pushes().first)
                 #expect(push.token == startToken && push.pushType == "liveactivity" && push.event == "start")

@@ -13,7 +13,9 @@ struct SQLWriteDeliveryTests {
             try await h.withRelay {
                 let token = try await h.registerActivity(session: "s-update")
                 let before = Int64(Date().timeIntervalSince1970)
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"status": "done", "n": 1}' WHERE session_id = 's-update'"#)
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"status": "done", "n": 1}' WHERE session_id = 's-update'"#
+                )
                 let push = try #require(try await h.waitForPushes { $0.count == 1 }.first)
                 #expect(push.token == token)
                 #expect(push.environment == "production")
@@ -27,7 +29,9 @@ struct SQLWriteDeliveryTests {
                 let timestamp = try #require(push.timestamp)
                 #expect(timestamp >= before && timestamp <= Int64(Date().timeIntervalSince1970))
                 try await h.waitUntil("SELECT count(*) = 1 FROM delivery_log")
-                let log = try await h.rows("SELECT status || ' ' || apns_status::text FROM delivery_log WHERE session_id = 's-update'", as: String.self)
+                let log = try await h.rows(
+                    "SELECT status || ' ' || apns_status::text FROM delivery_log WHERE session_id = 's-update'",
+                    as: String.self)
                 #expect(log == ["sent 200"])
             }
         }
@@ -43,7 +47,9 @@ struct SQLWriteDeliveryTests {
                 for round in 1...6 {
                     // Sometimes the next write comes while the relay is still finishing, sometimes when it idles.
                     if round.isMultiple(of: 2) { try await Task.sleep(for: .milliseconds(300)) }
-                    try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id = 's-wake'")
+                    try await h.sql(
+                        "UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id = 's-wake'"
+                    )
                     _ = try await h.waitForPushes(timeout: .seconds(15)) {
                         $0.last { $0.token == token }?.n == Int64(round)
                     }
@@ -76,13 +82,19 @@ struct SQLWriteDeliveryTests {
         try await Harness.with { h in
             try await h.withRelay {
                 let device = UUID()
-                let first = try await h.registerActivity(session: "s-note-1", device: device, state: #"{"mode": "vpn"}"#)
-                let second = try await h.registerActivity(session: "s-note-2", device: device, state: #"{"mode": "pac"}"#)
+                let first = try await h.registerActivity(
+                    session: "s-note-1", device: device, state: #"{"mode": "vpn"}"#)
+                let second = try await h.registerActivity(
+                    session: "s-note-2", device: device, state: #"{"mode": "pac"}"#)
                 try await h.registerActivity(session: "s-other-device", device: UUID())
-                try await h.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'Back at 3')")
+                try await h.sql(
+                    "INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'Back at 3')")
                 let pushes = try await h.waitForPushes { $0.count == 2 }
                 #expect(Set(pushes.map(\.token)) == [first, second])
-                #expect(pushes.first { $0.token == first }?.contentState == ["mode": .string("vpn"), "note": .string("Back at 3")])
+                #expect(
+                    pushes.first { $0.token == first }?.contentState == [
+                        "mode": .string("vpn"), "note": .string("Back at 3"),
+                    ])
 
                 // An empty message clears the note: "note": null.
                 try await h.sql("UPDATE device_live_activity_message SET message = '' WHERE device_uuid = \(device)")
@@ -90,9 +102,12 @@ struct SQLWriteDeliveryTests {
                 #expect(cleared.allSatisfy { $0.contentState["note"] == .null })
 
                 // The activity's own updates keep the device's note.
-                try await h.sql("UPDATE device_live_activity_message SET message = 'Lunch' WHERE device_uuid = \(device)")
+                try await h.sql(
+                    "UPDATE device_live_activity_message SET message = 'Lunch' WHERE device_uuid = \(device)")
                 try await h.waitForPushes { $0.count == 6 }
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"mode": "off"}' WHERE session_id = 's-note-1'"#)
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"mode": "off"}' WHERE session_id = 's-note-1'"#
+                )
                 let last = try #require(try await h.waitForPushes { $0.count == 7 }.last)
                 #expect(last.contentState == ["mode": .string("off"), "note": .string("Lunch")])
 
@@ -100,7 +115,10 @@ struct SQLWriteDeliveryTests {
                     SELECT event || ' ' || (data->>'message') FROM broadcast_log WHERE 'device:' || \(device.uuidString.lowercased()) = ANY(channels)
                       AND event = 'live-activity-message' ORDER BY seq
                     """, as: String.self)
-                #expect(events == ["live-activity-message Back at 3", "live-activity-message ", "live-activity-message Lunch"])
+                #expect(
+                    events == [
+                        "live-activity-message Back at 3", "live-activity-message ", "live-activity-message Lunch",
+                    ])
             }
         }
     }
@@ -110,21 +128,30 @@ struct SQLWriteDeliveryTests {
         try await Harness.with { h in
             try await h.registerActivity(session: "s-bad", state: #"{"n": 1}"#)
             await #expect(throws: PSQLError.self) {
-                try await h.sql(#"UPDATE activity_registration SET content_state = '["not", "an", "object"]' WHERE session_id = 's-bad'"#)
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '["not", "an", "object"]' WHERE session_id = 's-bad'"#
+                )
             }
             do {
-                try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('x', repeat('a', 4100)) WHERE session_id = 's-bad'")
+                try await h.sql(
+                    "UPDATE activity_registration SET content_state = jsonb_build_object('x', repeat('a', 4100)) WHERE session_id = 's-bad'"
+                )
                 Issue.record("an oversized payload was accepted")
             } catch let error as PSQLError {
                 #expect(error.serverInfo?[.message]?.contains("APNs accepts at most 4096") == true)
                 #expect(error.serverInfo?[.message]?.contains("s-bad") == true)
             }
             // A device message that would push an activity over the limit is rejected too.
-            try await h.sql("UPDATE activity_registration SET device_uuid = '00000000-0000-4000-8000-0000000000aa' WHERE session_id = 's-bad'")
+            try await h.sql(
+                "UPDATE activity_registration SET device_uuid = '00000000-0000-4000-8000-0000000000aa' WHERE session_id = 's-bad'"
+            )
             await #expect(throws: PSQLError.self) {
-                try await h.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES ('00000000-0000-4000-8000-0000000000aa', repeat('m', 4100))")
+                try await h.sql(
+                    "INSERT INTO device_live_activity_message (device_uuid, message) VALUES ('00000000-0000-4000-8000-0000000000aa', repeat('m', 4100))"
+                )
             }
-            let state = try await h.rows("SELECT content_state::text FROM activity_registration WHERE session_id = 's-bad'", as: String.self)
+            let state = try await h.rows(
+                "SELECT content_state::text FROM activity_registration WHERE session_id = 's-bad'", as: String.self)
             #expect(state == [#"{"n": 1}"#])
             let queued = try await h.rows("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self)
             #expect(queued == [0])
@@ -141,9 +168,13 @@ struct SQLWriteDeliveryTests {
                 // {"aps":{"content-state":{"x":"…"},"event":"update","timestamp":1234567890}} is 74 bytes + the string:
                 // one byte more is refused, exactly 4096 goes through.
                 await #expect(throws: PSQLError.self) {
-                    try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('x', repeat('a', 4096 - 73)) WHERE session_id = 's-big'")
+                    try await h.sql(
+                        "UPDATE activity_registration SET content_state = jsonb_build_object('x', repeat('a', 4096 - 73)) WHERE session_id = 's-big'"
+                    )
                 }
-                try await h.sql("UPDATE activity_registration SET content_state = jsonb_build_object('x', repeat('a', 4096 - 74)) WHERE session_id = 's-big'")
+                try await h.sql(
+                    "UPDATE activity_registration SET content_state = jsonb_build_object('x', repeat('a', 4096 - 74)) WHERE session_id = 's-big'"
+                )
                 let push = try #require(try await h.waitForPushes { $0.count == 1 }.first)
                 #expect(push.payload.compactBytes.count == 4096)
             }

@@ -15,7 +15,8 @@ struct StreamTests {
                 let query = "channel=session:ses_sse&channel=device:\(device.uuidString.lowercased())"
                 let stream = try await SSEClient(port: port, query: query, headers: RelayHTTP.admin)
                 #expect(stream.status == 200)
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 'ses_sse'"#)
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 'ses_sse'"#)
                 let first = try await stream.wait { $0.count == 1 }[0]
                 #expect(first.name == "activity-update")
                 #expect(first.json == .object([
@@ -26,11 +27,14 @@ struct StreamTests {
                 stream.close()
 
                 // Written while nobody listens; a client resuming from the first id gets exactly these, in order.
-                try await h.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'hello')")
-                try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 'ses_sse'"#)
+                try await h.sql(
+                    "INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'hello')")
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 'ses_sse'"#)
                 try await h.sql("UPDATE activity_registration SET status = 'ended' WHERE session_id = 'ses_sse'")
                 try await h.waitForPushes { $0.contains { $0.event == "end" } }
-                let resumed = try await SSEClient(port: port, query: query, headers: RelayHTTP.admin + [("Last-Event-ID", "\(firstID)")])
+                let resumed = try await SSEClient(
+                    port: port, query: query, headers: RelayHTTP.admin + [("Last-Event-ID", "\(firstID)")])
                 let events = try await resumed.wait { $0.count >= 3 }
                 #expect(events.map(\.name) == ["live-activity-message", "activity-update", "activity-end"])
                 #expect(events[0].json?.objectValue?["message"] == .string("hello"))
@@ -64,7 +68,9 @@ struct StreamTests {
         }
     }
 
-    @Test("401 without credentials, 403 for channels the caller may not read; device tokens and pairing secrets read their own")
+    @Test(
+        "401 without credentials, 403 for channels the caller may not read; device tokens and pairing secrets read their own"
+    )
     func authorization() async throws {
         try await Harness.with { h in
             try await h.withRelayPort { port in
@@ -73,26 +79,39 @@ struct StreamTests {
                 let other = UUID()
                 let none = try await api.request(.GET, "/v1/stream?channel=device:\(device)")
                 #expect(none.status == 401 && none["ok"] == .bool(false))
-                let wrongAdmin = try await api.request(.GET, "/v1/stream?channel=device:\(device)", headers: [("Authorization", "Bearer nope")])
+                let wrongAdmin = try await api.request(
+                    .GET, "/v1/stream?channel=device:\(device)", headers: [("Authorization", "Bearer nope")])
                 #expect(wrongAdmin.status == 401)
                 #expect(try await api.post("/v1/devices/\(device)/token", "{}").status == 401)
 
                 let minted = try await api.post("/v1/devices/\(device)/token", "{}", headers: RelayHTTP.admin)
-                guard case .string(let token)? = minted["token"] else { Issue.record("no token: \(minted.text)"); return }
+                guard case .string(let token)? = minted["token"] else {
+                    Issue.record("no token: \(minted.text)"); return
+                }
                 // A device's token is not the admin's: it cannot follow every channel.
                 let bearer = [("Authorization", "Bearer \(token)")]
                 let every = try await api.request(.GET, "/v1/stream?channel=*", headers: bearer)
                 #expect(every.status == 403)
-                let forbidden = try await api.request(.GET, "/v1/stream?channel=device:\(other)", headers: [("Authorization", "Bearer \(token)")])
+                let forbidden = try await api.request(
+                    .GET, "/v1/stream?channel=device:\(other)", headers: [("Authorization", "Bearer \(token)")])
                 #expect(forbidden.status == 403 && forbidden["ok"] == .bool(false))
-                #expect(try await api.post("/v1/devices/\(other)/token", "{}", headers: [("Authorization", "Bearer \(token)")]).status == 403)
+                #expect(
+                    try await api.post(
+                        "/v1/devices/\(other)/token", "{}", headers: [("Authorization", "Bearer \(token)")]
+                    ).status == 403)
 
-                let own = try await SSEClient(port: port, query: "channel=device:\(device.uuidString.lowercased())", headers: [("Authorization", "Bearer \(token)")])
+                let own = try await SSEClient(
+                    port: port, query: "channel=device:\(device.uuidString.lowercased())",
+                    headers: [("Authorization", "Bearer \(token)")])
                 #expect(own.status == 200)
                 // Browsers pass the token as access_token.
-                let browser = try await SSEClient(port: port, query: "channel=device:\(device.uuidString.lowercased())&access_token=\(token)", headers: [])
+                let browser = try await SSEClient(
+                    port: port, query: "channel=device:\(device.uuidString.lowercased())&access_token=\(token)",
+                    headers: [])
                 #expect(browser.status == 200)
-                try await h.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'mine'), (\(other), 'theirs')")
+                try await h.sql(
+                    "INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'mine'), (\(other), 'theirs')"
+                )
                 // A later write of the device's own marks the end: whatever the other device's write sent is before it.
                 try await h.sql(
                     "UPDATE device_live_activity_message SET message = 'last' WHERE device_uuid = \(device)")
@@ -102,11 +121,17 @@ struct StreamTests {
                 }
 
                 // A pairing secret reads the sessions registered under it, and no others.
-                _ = try await api.post("/v1/activity/register", #"{"secret":"mine","sessionID":"ses_mine","activityToken":"\#(randomToken())"}"#)
-                _ = try await api.post("/v1/activity/register", #"{"secret":"theirs","sessionID":"ses_theirs","activityToken":"\#(randomToken())"}"#)
-                let allowed = try await SSEClient(port: port, query: "channel=session:ses_mine", headers: [("X-Relay-Secret", "mine")])
+                _ = try await api.post(
+                    "/v1/activity/register",
+                    #"{"secret":"mine","sessionID":"ses_mine","activityToken":"\#(randomToken())"}"#)
+                _ = try await api.post(
+                    "/v1/activity/register",
+                    #"{"secret":"theirs","sessionID":"ses_theirs","activityToken":"\#(randomToken())"}"#)
+                let allowed = try await SSEClient(
+                    port: port, query: "channel=session:ses_mine", headers: [("X-Relay-Secret", "mine")])
                 #expect(allowed.status == 200)
-                let denied = try await api.request(.GET, "/v1/stream?channel=session:ses_theirs", headers: [("X-Relay-Secret", "mine")])
+                let denied = try await api.request(
+                    .GET, "/v1/stream?channel=session:ses_theirs", headers: [("X-Relay-Secret", "mine")])
                 #expect(denied.status == 403)
                 let badChannel = try await api.request(.GET, "/v1/stream?channel=everything", headers: RelayHTTP.admin)
                 #expect(badChannel.status == 400)
@@ -166,10 +191,14 @@ struct StreamTests {
                     }
                     // A last write as a sentinel: once it has arrived, everything before it has too, so a duplicate
                     // would be visible without waiting for one.
-                    try await h.sql("UPDATE device_live_activity_message SET message = 'end' WHERE device_uuid = \(device)")
+                    try await h.sql(
+                        "UPDATE device_live_activity_message SET message = 'end' WHERE device_uuid = \(device)")
                     for stream in [a, b] {
                         let events = try await stream.wait { $0.last?.json?.objectValue?["message"] == .string("end") }
-                        #expect(events.compactMap { $0.json?.objectValue?["message"] } == (1...20).map { .string(String($0)) } + [.string("end")])
+                        #expect(
+                            events.compactMap { $0.json?.objectValue?["message"] } == (1...20).map {
+                                .string(String($0))
+                            } + [.string("end")])
                     }
                     a.close()
                     b.close()
@@ -184,8 +213,10 @@ struct StreamTests {
             try await h.withRelayPort { port in
                 let api = RelayHTTP(port: port)
                 let device = UUID()
-                let token = try await h.registerActivity(session: "ses_rest", device: device, state: #"{"mode": "vpn"}"#)
-                let body = #"{"device_uuid":"\#(device.uuidString.lowercased())","message":"Meeting at 4","updated_by":"dashboard"}"#
+                let token = try await h.registerActivity(
+                    session: "ses_rest", device: device, state: #"{"mode": "vpn"}"#)
+                let body =
+                    #"{"device_uuid":"\#(device.uuidString.lowercased())","message":"Meeting at 4","updated_by":"dashboard"}"#
                 let unauthorized = try await api.post("/rest/v1/device_live_activity_message", body)
                 #expect(unauthorized.status == 401)
                 let written = try await api.post("/rest/v1/device_live_activity_message", body,
@@ -193,28 +224,35 @@ struct StreamTests {
                 #expect(written.status == 201)
                 let push = try #require(try await h.waitForPushes { !$0.isEmpty }.first)
                 #expect(push.token == token && push.contentState["note"] == .string("Meeting at 4"))
-                let again = try await api.post("/rest/v1/device_live_activity_message", body.replacingOccurrences(of: "at 4", with: "at 5"),
+                let again = try await api.post(
+                    "/rest/v1/device_live_activity_message", body.replacingOccurrences(of: "at 4", with: "at 5"),
                                                headers: RelayHTTP.admin + [("Prefer", "resolution=merge-duplicates")])
                 #expect(again.status == 201)
                 // The database's refusals reach the caller: a duplicate without merge is 409, a push too large 400.
-                let duplicate = try await api.post("/rest/v1/device_live_activity_message", body, headers: RelayHTTP.admin)
+                let duplicate = try await api.post(
+                    "/rest/v1/device_live_activity_message", body, headers: RelayHTTP.admin)
                 #expect(duplicate.status == 409 && duplicate["ok"] == .bool(false))
-                let huge = #"{"device_uuid":"\#(device.uuidString.lowercased())","message":"\#(String(repeating: "x", count: 4090))"}"#
+                let huge =
+                    #"{"device_uuid":"\#(device.uuidString.lowercased())","message":"\#(String(repeating: "x", count: 4090))"}"#
                 let tooLarge = try await api.post("/rest/v1/device_live_activity_message", huge,
-                                                  headers: RelayHTTP.admin + [("Prefer", "resolution=merge-duplicates")])
+                    headers: RelayHTTP.admin + [("Prefer", "resolution=merge-duplicates")])
                 #expect(tooLarge.status == 400)
                 #expect(tooLarge["error"].map { "\($0)" }?.contains("APNs accepts at most 4096") == true)
 
                 let minted = try await api.post("/v1/devices/\(device)/token", "{}", headers: RelayHTTP.admin)
                 guard case .string(let deviceToken)? = minted["token"] else { Issue.record("no token"); return }
-                let read = try await api.request(.GET, "/rest/v1/device_live_activity_message?device_uuid=eq.\(device.uuidString.lowercased())",
+                let read = try await api.request(
+                    .GET, "/rest/v1/device_live_activity_message?device_uuid=eq.\(device.uuidString.lowercased())",
                                                  headers: [("Authorization", "Bearer \(deviceToken)")])
                 #expect(read.status == 200)
                 #expect(read.json?.arrayValue?.first?.objectValue?["message"] == .string("Meeting at 5"))
-                let other = try await api.request(.GET, "/rest/v1/device_live_activity_message?device_uuid=eq.\(UUID().uuidString)",
+                let other = try await api.request(
+                    .GET, "/rest/v1/device_live_activity_message?device_uuid=eq.\(UUID().uuidString)",
                                                   headers: [("Authorization", "Bearer \(deviceToken)")])
                 #expect(other.status == 403)
-                let deviceWrite = try await api.post("/rest/v1/device_live_activity_message", body, headers: [("Authorization", "Bearer \(deviceToken)")])
+                let deviceWrite = try await api.post(
+                    "/rest/v1/device_live_activity_message", body, headers: [("Authorization", "Bearer \(deviceToken)")]
+                )
                 #expect(deviceWrite.status == 403)
             }
         }

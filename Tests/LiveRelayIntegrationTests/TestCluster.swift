@@ -22,7 +22,8 @@ enum TestCluster {
         let base = Self.base
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: base)
-        let postgres = try LocalPostgres(dataDirectory: "\(base)/\(name)-\(UUID().uuidString.prefix(8))", port: LocalPostgres.freePort())
+        let postgres = try LocalPostgres(
+            dataDirectory: "\(base)/\(name)-\(UUID().uuidString.prefix(8))", port: LocalPostgres.freePort())
         // Tests run in parallel and several start relay processes of their own (up to 15 sessions each).
         try postgres.initializeIfNeeded(durable: false, maxConnections: 600)
         try postgres.start()
