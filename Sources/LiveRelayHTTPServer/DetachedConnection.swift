@@ -61,6 +61,8 @@ public final class DetachedConnection: Sendable {
         let head = state.withLockedValue { state -> HTTPResponse? in
             guard !state.detached else { return nil }
             state.detached = true
+            // Written once: not kept for the hours the stream stays open.
+            defer { state.head = nil }
             return state.head
         }
         if let head { writer.enqueue(channel, [.write(.head(head))]) }

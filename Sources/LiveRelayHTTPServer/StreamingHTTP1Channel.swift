@@ -33,6 +33,9 @@ struct StreamingHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     /// Answers a request whose connection is detached.
     let answer: @Sendable (HTTPRequest, DetachedConnection) async -> Void
 
+    /// Every connection's receive buffers: 512 bytes first, up to NIO's usual 64 KB for reads that fill them.
+    static let receiveBuffers = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65_536)
+
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         // The setup cannot wait for the head itself: NIO starts reading a connection only once its setup is done.
         let promise = channel.eventLoop.makePromise(of: Decision.self)
@@ -41,6 +44,10 @@ struct StreamingHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
             limits.maxHeaderFieldSize = configuration.httpDecoder.maxHeaderFieldSize
             limits.maxHeaderListSize = configuration.httpDecoder.maxHeaderListSize
             limits.maxHeaderFieldCount = configuration.httpDecoder.maxHeaderFieldCount
+            // A connection keeps its receive buffer for as long as it is open (NIO pools it for the next read):
+            // NIO's default first buffer, 2 KB, was a quarter of an open stream's memory. A stream's request head
+            // is a few hundred bytes; a larger request takes more reads, and the buffer grows as reads fill it.
+            try channel.syncOptions?.setOption(.recvAllocator, value: Self.receiveBuffers)
             let pipeline = channel.pipeline.syncOperations
             try pipeline.configureHTTPServerPipeline(
                 withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,

@@ -30,4 +30,25 @@ struct HTTPServiceTests {
             }
         }
     }
+
+    @Test("requests many times a connection's first 512-byte read are read whole: a stream's head, a POST's body")
+    func largeRequests() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                // A browser's cookies can make a head kilobytes long.
+                let cookie = "Cookie: session=" + String(repeating: "c", count: 3000)
+                let stream = try RawConnection(port: port)
+                let admin = "Authorization: Bearer \(Harness.adminToken)"
+                try stream.get("/v1/stream?channel=session:ses_big", headers: [admin, cookie])
+                #expect(try await stream.read { $0.contains(": connected") }, "\(stream.text)")
+
+                let title = String(repeating: "t", count: 1000), body = String(repeating: "b", count: 2000)
+                let post = try RawConnection(port: port)
+                let event = #"{"secret":"s","eventType":"complete","sessionID":"x","#
+                    + #""title":"\#(title)","body":"\#(body)"}"#
+                try post.post("/v1/event", json: event)
+                #expect(try await post.read { $0.contains(#""ok":true"#) }, "\(post.text)")
+            }
+        }
+    }
 }
