@@ -2,7 +2,8 @@ import Foundation
 import Testing
 import LiveRelayHTTPServer
 
-/// The relay's HTTP service answers as Hummingbird's application did: Date and Server headers on every answer.
+/// The relay's HTTP service answers as Hummingbird's application did: Date and Server headers on every answer, and
+/// requests read whole however small a connection's first receive buffer.
 @Suite("HTTP service")
 struct HTTPServiceTests {
     @Test("Date is an RFC 9110 IMF-fixdate in GMT")
