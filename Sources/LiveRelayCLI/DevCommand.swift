@@ -148,8 +148,8 @@ struct DevCommand: AsyncParsableCommand {
             try await RelaySettings.publishChannelDefaults(channelDefaults, on: connection, logger: logger)
             let hash = secretHash(DevDemo.secret)
             try await connection.query("""
-                INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env, device_uuid,
-                                                   attributes_type, attributes, content_state)
+                INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env,
+                                                   device_uuid, attributes_type, attributes, content_state)
                 VALUES (\(hash), \(DevDemo.sessionID), \(DevDemo.activityToken), \(DevDemo.bundleID), 'sandbox',
                         \(DevDemo.deviceUUID)::uuid, 'SessionActivityAttributes', '{"sessionId": "demo-session"}',
                         '{"status": "working", "sessionTitle": "Demo", "lastMessage": "Starting", "retryInfo": null}')
@@ -228,7 +228,8 @@ private func printWelcome(httpPort: Int, databaseURL: String, simPort: Int?, fcm
     lines += [
         "",
         "Paste this into psql and watch the iPhone's push and the Android phone's message arrive:",
-        "  UPDATE activity_registration SET content_state = '{\"status\": \"working\", \"sessionTitle\": \"Demo\", \"lastMessage\": \"Hello from SQL\", \"retryInfo\": null}' WHERE session_id = '\(DevDemo.sessionID)';",
+        "  UPDATE activity_registration SET content_state = '{\"status\": \"working\", \"sessionTitle\": \"Demo\", "
+            + "\"lastMessage\": \"Hello from SQL\", \"retryInfo\": null}' WHERE session_id = '\(DevDemo.sessionID)';",
         "",
         "And this one to reach every subscriber of the demo broadcast channel at once ('apns-sim: 200 broadcast …'):",
         "  UPDATE broadcast_channel SET content_state = '{\"home\": 1, \"away\": 0, \"minute\": 23}'"

@@ -10,9 +10,9 @@ struct APNsPayloadTests {
         let payload = APNsPayload.liveActivity(
             event: .update, timestamp: 1_712_345_678, contentState: .object(["status": .string("working")]),
             staleDate: 1_712_349_278, relevanceScore: 50)
-        #expect(String(decoding: payload.compactBytes, as: UTF8.self)
-                == #"{"aps":{"content-state":{"status":"working"},"event":"update","relevance-score":50,"stale-date":1712349278,"timestamp":1712345678}}"#
-        )
+        let expected = #"{"aps":{"content-state":{"status":"working"},"event":"update","relevance-score":50,"#
+            + #""stale-date":1712349278,"timestamp":1712345678}}"#
+        #expect(String(decoding: payload.compactBytes, as: UTF8.self) == expected)
     }
 
     @Test("dismissal-date is sent with end only")

@@ -26,9 +26,10 @@ struct CrashRecoveryTests {
                 for n in 1...updatesPerActivity {
                     for session in sessions {
                         do {
-                            try await connection.query(
-                                "UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id = \(session)",
-                                logger: h.logger)
+                            try await connection.query("""
+                                UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
+                                WHERE session_id = \(session)
+                                """, logger: h.logger)
                         } catch {
                             Issue.record("write failed: \(String(reflecting: error))")
                             throw error
@@ -79,9 +80,10 @@ struct CrashRecoveryTests {
                 try await Blocking.run { try postgres.restart(mode: "immediate") }
                 // Writes right after the restart, while the relay is still reconnecting.
                 for n in 2...20 {
-                    try await h.sql(
-                        "UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id = 's-restart'"
-                    )
+                    try await h.sql("""
+                        UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
+                        WHERE session_id = 's-restart'
+                        """)
                 }
                 let pushes = try await h.waitForPushes(timeout: .seconds(15)) { $0.last?.n == 20 }
                 // Never backwards; a state may repeat once when the restart cut off the batch that sent it.
@@ -108,9 +110,10 @@ struct CrashRecoveryTests {
                     try await h.withConnection { connection in
                         for n in 1...50 {
                             for session in sessions {
-                                try await connection.query(
-                                    "UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id = \(session)",
-                                    logger: h.logger)
+                                try await connection.query("""
+                                    UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
+                                    WHERE session_id = \(session)
+                                    """, logger: h.logger)
                             }
                         }
                     }

@@ -56,8 +56,9 @@ struct DashboardAPITests {
                 let api = RelayHTTP(port: port)
                 let token = randomToken()
                 let created = try await api.post("/v1/live-activities", #"""
-                    {"platform":"ios","token":"\#(token)","activityType":"OrderAttributes","attributes":{"orderId":"1234"},
-                     "contentState":{"status":"preparing","minutesAway":30},"externalId":"order-1234","userId":"user-42"}
+                    {"platform":"ios","token":"\#(token)","activityType":"OrderAttributes",
+                     "attributes":{"orderId":"1234"}, "contentState":{"status":"preparing","minutesAway":30},
+                     "externalId":"order-1234","userId":"user-42"}
                     """#, headers: RelayHTTP.admin)
                 #expect(created.status == 201)
                 guard case .string(let id)? = created["id"] else { Issue.record("no id: \(created.text)"); return }
@@ -66,7 +67,8 @@ struct DashboardAPITests {
                 #expect(listed.json?.arrayValue?.count == 1)
 
                 let patched = try await api.request(.PATCH, "/v1/live-activities/\(id)", json: #"""
-                    {"contentState":{"status":"out_for_delivery","minutesAway":10},"alert":{"title":"On its way","body":"10 min"},"staleDate":2000000000}
+                    {"contentState":{"status":"out_for_delivery","minutesAway":10},
+                     "alert":{"title":"On its way","body":"10 min"},"staleDate":2000000000}
                     """#, headers: RelayHTTP.admin)
                 #expect(patched.status == 200)
                 let update = try #require(try await h.waitForPushes { !$0.isEmpty }.first)

@@ -21,9 +21,10 @@ struct FailureHandlingTests {
                 try await h.waitUntil(
                     "SELECT status = 'invalidated' FROM activity_registration WHERE session_id = 's-dead'")
                 try await h.waitUntil("SELECT count(*) = 1 FROM delivery_log WHERE session_id = 's-dead'")
-                let log = try await h.rows(
-                    "SELECT status || ' ' || apns_status || ' ' || apns_reason FROM delivery_log WHERE session_id = 's-dead'",
-                    as: String.self)
+                let log = try await h.rows("""
+                    SELECT status || ' ' || apns_status || ' ' || apns_reason FROM delivery_log
+                    WHERE session_id = 's-dead'
+                    """, as: String.self)
                 #expect(log == ["failed 410 Unregistered"])
 
                 // Later writes to the dead activity are silent; a write to a live one still goes out.
@@ -93,9 +94,10 @@ struct FailureHandlingTests {
                 }
                 let tokens = registered
                 for round in 1...3 {
-                    try await h.sql(
-                        "UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id LIKE 's-retry-%'"
-                    )
+                    try await h.sql("""
+                        UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round))
+                        WHERE session_id LIKE 's-retry-%'
+                        """)
                 }
                 let pushes = try await h.waitForPushes(timeout: .seconds(40)) { pushes in
                     tokens.values.allSatisfy { token in pushes.last { $0.token == token }?.n == 3 }
@@ -136,9 +138,10 @@ struct FailureHandlingTests {
                 func deliverRounds(_ rounds: ClosedRange<Int>) async throws -> [RecordedPush] {
                     var pushes: [RecordedPush] = []
                     for round in rounds {
-                        try await h.sql(
-                            "UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id LIKE 's-conn-%'"
-                        )
+                        try await h.sql("""
+                            UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round))
+                            WHERE session_id LIKE 's-conn-%'
+                            """)
                         pushes = try await h.waitForPushes(timeout: .seconds(40)) { pushes in
                             tokens.values.allSatisfy { token in pushes.last { $0.token == token }?.n == Int64(round) }
                         }
@@ -180,9 +183,10 @@ struct FailureHandlingTests {
                 try await h.registerActivity(session: "s-rapid")
                 try await h.withConnection { connection in
                     for n in 1...100 {
-                        try await connection.query(
-                            "UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id = 's-rapid'",
-                            logger: h.logger)
+                        try await connection.query("""
+                            UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
+                            WHERE session_id = 's-rapid'
+                            """, logger: h.logger)
                     }
                 }
                 let pushes = try await h.waitForPushes { $0.last?.n == 100 }
@@ -203,9 +207,10 @@ struct FailureHandlingTests {
             for index in 0..<20 { registered.append(try await h.registerActivity(session: "s-down-\(index)")) }
             let tokens = registered
             for n in 1...10 {
-                try await h.sql(
-                    "UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id LIKE 's-down-%'"
-                )
+                try await h.sql("""
+                    UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
+                    WHERE session_id LIKE 's-down-%'
+                    """)
             }
             // Queued with the writes, durable while no relay runs: one row per activity and write.
             let queued = try await h.rows(

@@ -163,8 +163,10 @@ struct Harness: Sendable {
                           state: String = #"{"status": "working"}"#) async throws -> String {
         let token = token ?? randomToken()
         try await sql("""
-            INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env, device_uuid, content_state)
-            VALUES (\(secretHash("test-secret")), \(session), \(token), \(Self.bundleID), \(env), \(device), \(state)::jsonb)
+            INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env,
+                                               device_uuid, content_state)
+            VALUES (\(secretHash("test-secret")), \(session), \(token), \(Self.bundleID), \(env), \(device),
+                    \(state)::jsonb)
             """)
         return token
     }

@@ -12,14 +12,16 @@ struct RelayAPITests {
             try await h.withRelayPort { port in
                 let api = RelayHTTP(port: port)
                 let token = randomToken()
-                let register = try await api.post("/v1/device/register",
-                    #"{"secret":"pair-secret","deviceToken":"\#(token)","bundleId":"\#(Harness.bundleID)","apnsEnv":"sandbox"}"#
-                )
+                let register = try await api.post("/v1/device/register", #"""
+                    {"secret":"pair-secret","deviceToken":"\#(token)","bundleId":"\#(Harness.bundleID)",
+                     "apnsEnv":"sandbox"}
+                    """#)
                 #expect(register.status == 200)
                 #expect(register.text == #"{"ok":true}"#)
-                let event = try await api.post("/v1/event",
-                    #"{"secret":"pair-secret","serverID":"srv1","eventType":"complete","sessionID":"ses_1","title":"Fix auth bug","body":"Done"}"#
-                )
+                let event = try await api.post("/v1/event", #"""
+                    {"secret":"pair-secret","serverID":"srv1","eventType":"complete","sessionID":"ses_1",
+                     "title":"Fix auth bug","body":"Done"}
+                    """#)
                 #expect(event.status == 200)
                 #expect(event["ok"] == .bool(true) && event["sent"] == .integer(1) && event["failed"] == .integer(0))
                 let push = try #require(h.simulator.pushes().first)
@@ -43,11 +45,14 @@ struct RelayAPITests {
             try await h.withRelayPort { port in
                 let api = RelayHTTP(port: port)
                 let token = randomToken()
-                #expect(try await api.post("/v1/activity/register",
-                        #"{"secret":"s3cret","sessionID":"ses_a","activityToken":"\#(token)","bundleId":"\#(Harness.bundleID)"}"#
-                    ).status == 200)
+                #expect(try await api.post("/v1/activity/register", #"""
+                    {"secret":"s3cret","sessionID":"ses_a","activityToken":"\#(token)",
+                     "bundleId":"\#(Harness.bundleID)"}
+                    """#).status == 200)
                 let progress = try await api.post("/v1/event", #"""
-                    {"secret":"s3cret","eventType":"progress","sessionID":"ses_a","contentState":{"status":"working","sessionTitle":"Fix","lastMessage":"Installing dependencies...","retryInfo":null}}
+                    {"secret":"s3cret","eventType":"progress","sessionID":"ses_a",
+                     "contentState":{"status":"working","sessionTitle":"Fix","lastMessage":"Installing dependencies...",
+                                     "retryInfo":null}}
                     """#)
                 #expect(progress["sent"] == .integer(1))
                 let update = try #require(h.simulator.pushes().first)

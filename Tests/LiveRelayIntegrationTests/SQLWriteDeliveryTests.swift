@@ -13,9 +13,10 @@ struct SQLWriteDeliveryTests {
             try await h.withRelay {
                 let token = try await h.registerActivity(session: "s-update")
                 let before = Int64(Date().timeIntervalSince1970)
-                try await h.sql(
-                    #"UPDATE activity_registration SET content_state = '{"status": "done", "n": 1}' WHERE session_id = 's-update'"#
-                )
+                try await h.sql(#"""
+                    UPDATE activity_registration SET content_state = '{"status": "done", "n": 1}'
+                    WHERE session_id = 's-update'
+                    """#)
                 let push = try #require(try await h.waitForPushes { $0.count == 1 }.first)
                 #expect(push.token == token)
                 #expect(push.environment == "production")
@@ -47,9 +48,10 @@ struct SQLWriteDeliveryTests {
                 for round in 1...6 {
                     // Sometimes the next write comes while the relay is still finishing, sometimes when it idles.
                     if round.isMultiple(of: 2) { try await Task.sleep(for: .milliseconds(300)) }
-                    try await h.sql(
-                        "UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round)) WHERE session_id = 's-wake'"
-                    )
+                    try await h.sql("""
+                        UPDATE activity_registration SET content_state = jsonb_build_object('n', \(round))
+                        WHERE session_id = 's-wake'
+                        """)
                     _ = try await h.waitForPushes(timeout: .seconds(15)) {
                         $0.last { $0.token == token }?.n == Int64(round)
                     }
@@ -112,7 +114,8 @@ struct SQLWriteDeliveryTests {
                 #expect(last.contentState == ["mode": .string("off"), "note": .string("Lunch")])
 
                 let events = try await h.rows("""
-                    SELECT event || ' ' || (data->>'message') FROM broadcast_log WHERE 'device:' || \(device.uuidString.lowercased()) = ANY(channels)
+                    SELECT event || ' ' || (data->>'message') FROM broadcast_log
+                    WHERE 'device:' || \(device.uuidString.lowercased()) = ANY(channels)
                       AND event = 'live-activity-message' ORDER BY seq
                     """, as: String.self)
                 #expect(
@@ -128,27 +131,31 @@ struct SQLWriteDeliveryTests {
         try await Harness.with { h in
             try await h.registerActivity(session: "s-bad", state: #"{"n": 1}"#)
             await #expect(throws: PSQLError.self) {
-                try await h.sql(
-                    #"UPDATE activity_registration SET content_state = '["not", "an", "object"]' WHERE session_id = 's-bad'"#
-                )
+                try await h.sql(#"""
+                    UPDATE activity_registration SET content_state = '["not", "an", "object"]'
+                    WHERE session_id = 's-bad'
+                    """#)
             }
             do {
-                try await h.sql(
-                    "UPDATE activity_registration SET content_state = jsonb_build_object('x', repeat('a', 4100)) WHERE session_id = 's-bad'"
-                )
+                try await h.sql("""
+                    UPDATE activity_registration SET content_state = jsonb_build_object('x', repeat('a', 4100))
+                    WHERE session_id = 's-bad'
+                    """)
                 Issue.record("an oversized payload was accepted")
             } catch let error as PSQLError {
                 #expect(error.serverInfo?[.message]?.contains("APNs accepts at most 4096") == true)
                 #expect(error.serverInfo?[.message]?.contains("s-bad") == true)
             }
             // A device message that would push an activity over the limit is rejected too.
-            try await h.sql(
-                "UPDATE activity_registration SET device_uuid = '00000000-0000-4000-8000-0000000000aa' WHERE session_id = 's-bad'"
-            )
+            try await h.sql("""
+                UPDATE activity_registration SET device_uuid = '00000000-0000-4000-8000-0000000000aa'
+                WHERE session_id = 's-bad'
+                """)
             await #expect(throws: PSQLError.self) {
-                try await h.sql(
-                    "INSERT INTO device_live_activity_message (device_uuid, message) VALUES ('00000000-0000-4000-8000-0000000000aa', repeat('m', 4100))"
-                )
+                try await h.sql("""
+                    INSERT INTO device_live_activity_message (device_uuid, message)
+                    VALUES ('00000000-0000-4000-8000-0000000000aa', repeat('m', 4100))
+                    """)
             }
             let state = try await h.rows(
                 "SELECT content_state::text FROM activity_registration WHERE session_id = 's-bad'", as: String.self)
@@ -168,13 +175,15 @@ struct SQLWriteDeliveryTests {
                 // {"aps":{"content-state":{"x":"…"},"event":"update","timestamp":1234567890}} is 74 bytes + the string:
                 // one byte more is refused, exactly 4096 goes through.
                 await #expect(throws: PSQLError.self) {
-                    try await h.sql(
-                        "UPDATE activity_registration SET content_state = jsonb_build_object('x', repeat('a', 4096 - 73)) WHERE session_id = 's-big'"
-                    )
+                    try await h.sql("""
+                        UPDATE activity_registration SET content_state = jsonb_build_object('x', repeat('a', 4096 - 73))
+                        WHERE session_id = 's-big'
+                        """)
                 }
-                try await h.sql(
-                    "UPDATE activity_registration SET content_state = jsonb_build_object('x', repeat('a', 4096 - 74)) WHERE session_id = 's-big'"
-                )
+                try await h.sql("""
+                    UPDATE activity_registration SET content_state = jsonb_build_object('x', repeat('a', 4096 - 74))
+                    WHERE session_id = 's-big'
+                    """)
                 let push = try #require(try await h.waitForPushes { $0.count == 1 }.first)
                 #expect(push.payload.compactBytes.count == 4096)
             }

@@ -68,9 +68,7 @@ struct StreamTests {
         }
     }
 
-    @Test(
-        "401 without credentials, 403 for channels the caller may not read; device tokens and pairing secrets read their own"
-    )
+    @Test("401 without credentials, 403 for channels the caller may not read; device tokens and secrets read their own")
     func authorization() async throws {
         try await Harness.with { h in
             try await h.withRelayPort { port in
@@ -109,9 +107,10 @@ struct StreamTests {
                     port: port, query: "channel=device:\(device.uuidString.lowercased())&access_token=\(token)",
                     headers: [])
                 #expect(browser.status == 200)
-                try await h.sql(
-                    "INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'mine'), (\(other), 'theirs')"
-                )
+                try await h.sql("""
+                    INSERT INTO device_live_activity_message (device_uuid, message)
+                    VALUES (\(device), 'mine'), (\(other), 'theirs')
+                    """)
                 // A later write of the device's own marks the end: whatever the other device's write sent is before it.
                 try await h.sql(
                     "UPDATE device_live_activity_message SET message = 'last' WHERE device_uuid = \(device)")
@@ -184,7 +183,8 @@ struct StreamTests {
                     try await h.withConnection { connection in
                         for n in 1...20 {
                             try await connection.query("""
-                                INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), \(String(n)))
+                                INSERT INTO device_live_activity_message (device_uuid, message)
+                                VALUES (\(device), \(String(n)))
                                 ON CONFLICT (device_uuid) DO UPDATE SET message = excluded.message
                                 """, logger: h.logger)
                         }
@@ -215,8 +215,8 @@ struct StreamTests {
                 let device = UUID()
                 let token = try await h.registerActivity(
                     session: "ses_rest", device: device, state: #"{"mode": "vpn"}"#)
-                let body =
-                    #"{"device_uuid":"\#(device.uuidString.lowercased())","message":"Meeting at 4","updated_by":"dashboard"}"#
+                let body = #"{"device_uuid":"\#(device.uuidString.lowercased())","#
+                    + #""message":"Meeting at 4","updated_by":"dashboard"}"#
                 let unauthorized = try await api.post("/rest/v1/device_live_activity_message", body)
                 #expect(unauthorized.status == 401)
                 let written = try await api.post("/rest/v1/device_live_activity_message", body,
@@ -232,8 +232,8 @@ struct StreamTests {
                 let duplicate = try await api.post(
                     "/rest/v1/device_live_activity_message", body, headers: RelayHTTP.admin)
                 #expect(duplicate.status == 409 && duplicate["ok"] == .bool(false))
-                let huge =
-                    #"{"device_uuid":"\#(device.uuidString.lowercased())","message":"\#(String(repeating: "x", count: 4090))"}"#
+                let huge = #"{"device_uuid":"\#(device.uuidString.lowercased())","#
+                    + #""message":"\#(String(repeating: "x", count: 4090))"}"#
                 let tooLarge = try await api.post("/rest/v1/device_live_activity_message", huge,
                     headers: RelayHTTP.admin + [("Prefer", "resolution=merge-duplicates")])
                 #expect(tooLarge.status == 400)
