@@ -14,6 +14,7 @@ figure comes from the same minutes of a machine whose speed drifts.
 """
 import threading
 import time
+from collections import Counter
 
 import psycopg
 
@@ -90,8 +91,9 @@ def bench_writer_floor(stack, register, secret_hash, rate=200, seconds=2, rounds
     url = stack.url.replace("postgres://", "postgresql://")
     per_segment = rate * seconds
     stack.sql(FLOOR_SQL)
-    # A fresh row for every write: registered as B1's are, and the same rows copied into the copy table.
-    register(stack, "fl-", per_segment * rounds * 4)
+    # A fresh row for every write: registered as B1's are, and the same rows copied into the copy table (as many as
+    # the table written by the most variants takes).
+    register(stack, "fl-", per_segment * rounds * max(Counter(table for table, _ in VARIANTS.values()).values()))
     stack.sql("INSERT INTO bench_floor SELECT * FROM activity_registration WHERE session_id LIKE 'fl-%'")
     stack.sql("VACUUM ANALYZE bench_floor, bench_floor_outbox, activity_registration")
     listener = Listener(url)

@@ -38,9 +38,18 @@ def page(stack):
     assert errors == [], errors
 
 
-def wait(driver, condition, timeout=5, message=""):
-    return WebDriverWait(driver, timeout, poll_frequency=0.05, ignored_exceptions=[StaleElementReferenceException]
-                         ).until(lambda _: condition(), message)
+def wait(driver, condition, timeout=5, message="", shown=None):
+    """Polls `condition` past redrawn elements. `shown`, when given, names what the page shows in the failure: it is
+    read after the wait failed (read before, it could be an element the page redrew meanwhile)."""
+    def poll(check, seconds):
+        return WebDriverWait(driver, seconds, poll_frequency=0.05,
+                             ignored_exceptions=[StaleElementReferenceException]).until(lambda _: check(), message)
+    try:
+        return poll(condition, timeout)
+    except TimeoutException:
+        if shown is None:
+            raise
+        raise AssertionError(f"{message}; the page shows: {poll(lambda: shown() or '(nothing)', 5)}") from None
 
 
 def by_label(driver, label):
@@ -211,12 +220,8 @@ def test_an_open_app_shows_and_its_updates_go_at_priority_5(stack, page):
                   (state,))
         push = stack.wait_for_push(lambda p: p["payload"]["aps"].get("content-state", {}).get("lastMessage") == marker)
         assert push["priority"] == "5", push
-        try:
-            wait(page, lambda: "app open" in activity_row(), timeout=5)
-        except TimeoutException:
-            # Named only after the wait (read before it, the row could be redrawn under the read).
-            row = wait(page, lambda: activity_row() or "(no row)", timeout=5)
-            raise AssertionError("the activity's app shown as open: " + row)
+        wait(page, lambda: "app open" in activity_row(), timeout=5, message="the activity's app shown as open",
+             shown=activity_row)
         wait(page, lambda: "p5 (foreground)" in page.find_element(By.TAG_NAME, "body").text, timeout=5,
              message="the push's priority and its reason in the delivery log")
     finally:
@@ -224,4 +229,4 @@ def test_an_open_app_shows_and_its_updates_go_at_priority_5(stack, page):
     stack.sql("UPDATE activity_registration SET content_state = content_state || '{\"n\": 1}'::jsonb"
               " WHERE session_id = 'demo-session'")
     wait(page, lambda: (row := activity_row()) and "app open" not in row, timeout=10,
-         message="the activity shown, its app no longer open")
+         message="the activity shown, its app no longer open", shown=activity_row)
