@@ -16,19 +16,18 @@ import time
 
 import b1_path
 from bench_channels import bench_b9, summarize as summarize_b9
-from bench_delivery import bench_b1, bench_b2, bench_b2m, bench_b5, pgbench, seed_b2, warm_up
+from bench_delivery import bench_b1, bench_b2, bench_b2m, bench_b5, seed_b2, warm_up
 from bench_foreground import bench_b10, summarize as summarize_b10
 from bench_peer import Peer, peer_b1, peer_b2, peer_b5
 from bench_report import peer_summary, plots, print_statement_profile
-from bench_stack import (ADMIN_TOKEN, BENCH_SECRET_HASH, ROOT, Stack, as_postgres, cpu_seconds, free_port,
-                         h2load_ceiling, pct, register, rss_kb, start_perf, stop_perf)
+from bench_stack import ROOT, Stack, free_port, h2load_ceiling, pct, rss_kb, start_perf, stop_perf
 from bench_streams import bench_b3
 from bench_webhooks import HookReceiver, bench_b8, register_endpoint
 from bench_writer_floor import bench_writer_floor, summarize as summarize_floor
 
 
 def run_peer(stack, args, only):
-    peer = Peer(stack, as_postgres)
+    peer = Peer(stack)
     counts = [int(n) for n in args.peer_processes.split(",")]
     out = {}
     try:
@@ -36,7 +35,7 @@ def run_peer(stack, args, only):
             runs = []
             for processes in counts:
                 peer.start(processes)
-                run = peer_b1(stack, peer, args.b1_rate, args.b1_seconds, BENCH_SECRET_HASH, cpu_seconds)
+                run = peer_b1(stack, peer, args.b1_rate, args.b1_seconds)
                 peer.stop()
                 run["processes"] = processes
                 runs.append(run)
@@ -45,13 +44,12 @@ def run_peer(stack, args, only):
             out["B1"] = dict(best, runs=[{"processes": r["processes"], "p50": pct(r["latencies_ms"], 50),
                                           "p99": pct(r["latencies_ms"], 99)} for r in runs])
             # B5's rows (and B1's tokens) for the writers below.
-            peer.register("p1-", args.b1_rate * args.b1_seconds, BENCH_SECRET_HASH)
+            peer.register("p1-", args.b1_rate * args.b1_seconds)
         if "B2" in only:
-            out["B2"] = peer_b2(stack, peer, args.b2_activities, counts, BENCH_SECRET_HASH, cpu_seconds)
+            out["B2"] = peer_b2(stack, peer, args.b2_activities, counts)
         if "B5" in only:
             peer.start(max(counts))
-            out["B5"] = peer_b5(stack, peer, pgbench, 16, args.b5_seconds, args.b1_rate * args.b1_seconds,
-                                BENCH_SECRET_HASH)
+            out["B5"] = peer_b5(stack, peer, 16, args.b5_seconds, args.b1_rate * args.b1_seconds)
     finally:
         peer.stop()
     return out
@@ -113,7 +111,7 @@ def main():
                 b1_path.stop_capture(wire)
                 results["B1"]["path"] = b1_path.segments(capture, stack.pg_port, stack.h2o_port)
         if "B1F" in only:
-            results["B1f"] = bench_writer_floor(stack, register, BENCH_SECRET_HASH, rate=args.b1_rate)
+            results["B1f"] = bench_writer_floor(stack, rate=args.b1_rate)
         if "B2" in only:
             # B2 is profiled whatever BENCH_PERF names (BENCH_PERF=1 … --only B2).
             perf = start_perf(stack, args.out, "B2", frequency=499, any_name=True)
@@ -128,7 +126,7 @@ def main():
                 stack.start_relay()
             if not args.webhooks:
                 register_endpoint(stack, hooks.url)
-            results["B8"] = bench_b8(stack, hooks, args.b8_events, cpu_seconds)
+            results["B8"] = bench_b8(stack, hooks, args.b8_events)
         if "B9" in only:
             if stack.relay is None:
                 stack.start_relay()
@@ -136,7 +134,7 @@ def main():
         if "B10" in only:
             if stack.relay is None:
                 stack.start_relay()
-            results["B10"] = bench_b10(stack, ADMIN_TOKEN, register, rate=args.b1_rate,
+            results["B10"] = bench_b10(stack, rate=args.b1_rate,
                                        seconds=max(2, args.b1_seconds // 2))
         if "B3" in only:
             stack.stop_relay()

@@ -12,15 +12,9 @@ import time
 import psycopg
 
 from bench_peer import paced_writes
+from bench_stack import pct
 
 AUDIENCE = 1_000_000
-
-
-def percentile(values, p):
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
 def create_channels(stack, prefix, count, timeout=120):
@@ -85,12 +79,12 @@ def summarize(results, summary, slim):
     """B9's lines: latency beside B1's p50, the bulk rate beside B2's, and the audience arithmetic."""
     b9 = results["B9"]
     lat = b9["latencies_ms"]
-    p50 = percentile(lat, 50)
+    p50 = pct(lat, 50)
     line = (f"{b9['received']}/{b9['writes']} received; commit → broadcast request p50 {p50:.3f} ms, "
-            f"p90 {percentile(lat, 90):.3f}, p99 {percentile(lat, 99):.3f}; write p50 "
-            f"{percentile(b9['write_ms'], 50):.3f} ms")
+            f"p90 {pct(lat, 90):.3f}, p99 {pct(lat, 99):.3f}; write p50 "
+            f"{pct(b9['write_ms'], 50):.3f} ms")
     if "B1" in results:
-        b1 = percentile(results["B1"]["latencies_ms"], 50)
+        b1 = pct(results["B1"]["latencies_ms"], 50)
         verdict = "met" if p50 <= b1 + 0.2 else "missed"
         line += f"; B1 p50 {b1:.3f} ms, target ≤ {b1 + 0.2:.3f} ({verdict})"
     summary["B9"] = line
@@ -108,5 +102,5 @@ def summarize(results, summary, slim):
             f"one update to {AUDIENCE:,} subscribers: 1 broadcast request (+1 FCM topic message) on a channel, "
             f"against {AUDIENCE:,} pushes = {AUDIENCE / per_device:,.0f} s at B2's {per_device:,.0f} pushes/s "
             f"as per-device activities")
-    slim["B9"] = {"latencies_ms": {p: percentile(lat, p) for p in (50, 90, 99, 99.9)},
-                  "write_ms": {p: percentile(b9["write_ms"], p) for p in (50, 90, 99)}, "bulk": bulk}
+    slim["B9"] = {"latencies_ms": {p: pct(lat, p) for p in (50, 90, 99, 99.9)},
+                  "write_ms": {p: pct(b9["write_ms"], p) for p in (50, 90, 99)}, "bulk": bulk}

@@ -1,11 +1,9 @@
 """B1 (one write at a time), B2 and B2m (one statement over 100,000 activities) and B5 (16 writers): what reaches
 h2o after a commit, and what the triggers cost the writer."""
-import os
-import subprocess
 import time
 
 from bench_peer import cpu_per_write, timed_writes
-from bench_stack import BENCH_SECRET_HASH, cpu_seconds, register, rss_kb
+from bench_stack import BENCH_SECRET_HASH, cpu_seconds, pgbench, register, rss_kb
 
 
 def bench_b1(stack, rate, seconds):
@@ -104,19 +102,6 @@ def bench_b2m(stack, count):
     android = b2_round(stack, 3, count // 2, where=where + " AND platform = 'android'")
     second["android_only"] = {k: v for k, v in android.items() if k != "timeline"}
     return second
-
-
-def pgbench(stack, clients, seconds, script, database="bench"):
-    path = os.path.join(stack.work, "b5.sql")
-    with open(path, "w") as f:
-        f.write(script)
-    out = subprocess.run([f"{stack.bindir}/pgbench", "-n", "-c", str(clients), "-j", "2", "-T", str(seconds), "-f", path,
-                          "-h", "127.0.0.1", "-p", str(stack.pg_port), "-U", "postgres", database],
-                         capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        if line.startswith("tps ="):
-            return float(line.split()[2])
-    raise SystemExit("pgbench failed:\n" + out)
 
 
 def bench_b5(stack, clients, seconds, rows):

@@ -12,8 +12,8 @@ import socket
 import time
 import urllib.request
 
-from bench_channels import percentile
 from bench_peer import timed_writes
+from bench_stack import ADMIN_TOKEN, BENCH_SECRET_HASH, pct, register
 
 
 def priorities_since(stack, offset):
@@ -30,14 +30,14 @@ def priorities_since(stack, offset):
     return out, offset + len(complete)
 
 
-def open_streams(port, admin_token, devices):
+def open_streams(port, devices):
     """An app's stream per device, as the app opens it: a device token minted by the admin, then `GET /v1/stream` of
     its `device:` channel on a connection of its own, kept open (the caller closes the sockets)."""
     streams = []
     for device in devices:
         request = urllib.request.Request(f"http://127.0.0.1:{port}/v1/devices/{device}/token",
                                          data=b"{}", method="POST",
-                                         headers={"Authorization": f"Bearer {admin_token}",
+                                         headers={"Authorization": f"Bearer {ADMIN_TOKEN}",
                                                   "Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=10) as reply:
             token = json.loads(reply.read())["token"]
@@ -77,7 +77,7 @@ def rounds_of_updates(stack, prefix, tokens, rounds, first):
     return counts
 
 
-def bench_b10(stack, admin_token, register, activities=1000, rounds=10, rate=200, seconds=10, pairs=3):
+def bench_b10(stack, activities=1000, rounds=10, rate=200, seconds=10, pairs=3):
     prefix = "b10-"
     stack.sql(f"""
         INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, content_state,
@@ -89,7 +89,7 @@ def bench_b10(stack, admin_token, register, activities=1000, rounds=10, rate=200
                      f"WHERE session_id LIKE '{prefix}%%' ORDER BY session_id")
     tokens = {token for token, _ in rows}
     open_devices = [device for _, device in rows[: activities // 2]]
-    streams = open_streams(stack.http_port, admin_token, open_devices)
+    streams = open_streams(stack.http_port, open_devices)
     with_feature = rounds_of_updates(stack, prefix, tokens, rounds, 1)
     for stream in streams:
         stream.close()
@@ -98,29 +98,28 @@ def bench_b10(stack, admin_token, register, activities=1000, rounds=10, rate=200
 
     # B1's writes with the apps open and closed, alternated open-closed-closed-open (neither state always first,
     # right after B10's rounds); each segment writes activities of its own (a state written twice is not sent twice).
-    secret_hash = stack.sql("SELECT encode(sha256('bench'), 'hex')")[0][0]
     latency = {"open": [], "closed": []}
     segments = []
     for pair in range(pairs):
         for state in (("open", "closed"), ("closed", "open"))[pair % 2]:
             segment = f"b10{state[0]}{pair}-"
             sessions = register(stack, segment, rate * seconds)
-            streams = open_streams(stack.http_port, admin_token, open_devices) if state == "open" else []
+            streams = open_streams(stack.http_port, open_devices) if state == "open" else []
             wait_for_presence(stack, len(streams))
             before = len(stack.log_lines())
-            commits, _ = timed_writes(stack.url, rate, seconds, sessions, secret_hash, segment)
+            commits, _ = timed_writes(stack.url, rate, seconds, sessions, BENCH_SECRET_HASH, segment)
             lines = stack.wait_for_log(before + len(commits), 30)[before:]
             measured = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
             latency[state] += measured
-            segments.append((state, percentile(measured, 50), percentile(measured, 99)))
+            segments.append((state, pct(measured, 50), pct(measured, 99)))
             for stream in streams:
                 stream.close()
     p10_with, p10_without = with_feature.get("10", 0), without.get("10", 0)
     result = {"activities": activities, "open_apps": len(open_devices), "rounds": rounds,
               "with_feature": with_feature, "without_feature": without,
               "priority10_saved": 1 - p10_with / max(p10_without, 1),
-              "b1_open": {p: percentile(latency["open"], p) for p in (50, 90, 99)},
-              "b1_closed": {p: percentile(latency["closed"], p) for p in (50, 90, 99)},
+              "b1_open": {p: pct(latency["open"], p) for p in (50, 90, 99)},
+              "b1_closed": {p: pct(latency["closed"], p) for p in (50, 90, 99)},
               "b1_writes": {k: len(v) for k, v in latency.items()}, "b1_segments": segments}
     result["b1_ratio"] = {p: result["b1_open"][p] / result["b1_closed"][p] for p in (50, 99)}
     return result

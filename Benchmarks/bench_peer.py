@@ -8,13 +8,15 @@ import time
 
 import psycopg
 
+from bench_stack import BENCH_SECRET_HASH, as_postgres, cpu_seconds, pgbench
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class Peer:
     """The peer's database (`peer`) and its relay processes."""
 
-    def __init__(self, stack, as_postgres):
+    def __init__(self, stack):
         self.stack = stack
         as_postgres([f"{stack.bindir}/createdb", "-h", "127.0.0.1", "-p", str(stack.pg_port), "-U", "postgres",
                      "peer"])
@@ -28,12 +30,12 @@ class Peer:
             cur = conn.execute(query, params)
             return cur.fetchall() if cur.description else None
 
-    def register(self, prefix, count, secret_hash, state="'{\"n\": 0}'"):
+    def register(self, prefix, count, state="'{\"n\": 0}'"):
         self.sql(f"""
             INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, content_state)
             SELECT %s, %s || i, 'peer' || md5(%s || i), 'dev.liverelay.bench', {state}
             FROM generate_series(1, %s) AS i
-            """, (secret_hash, prefix, prefix, count))
+            """, (BENCH_SECRET_HASH, prefix, prefix, count))
         return dict(self.sql("SELECT session_id, activity_token FROM activity_registration WHERE session_id LIKE %s",
                              (prefix + "%",)))
 
@@ -59,7 +61,7 @@ class Peer:
                 process.kill()
         self.processes = []
 
-    def cpu_seconds(self, cpu_seconds):
+    def cpu_seconds(self):
         return sum(cpu_seconds(p.pid) for p in self.processes)
 
 
@@ -93,22 +95,22 @@ def timed_writes(url, rate, seconds, sessions, secret_hash, prefix):
                         lambda i: (i, secret_hash, f"{prefix}{i}"), lambda i: sessions[f"{prefix}{i}"])
 
 
-def peer_b1(stack, peer, rate, seconds, secret_hash, cpu_seconds):
-    sessions = peer.register("p1-", rate * seconds, secret_hash)
+def peer_b1(stack, peer, rate, seconds):
+    sessions = peer.register("p1-", rate * seconds)
     time.sleep(1)
     before = len(stack.log_lines())
-    cpu_before = (peer.cpu_seconds(cpu_seconds), cpu_seconds(stack.postmaster_pid(), True))
-    commits, durations = timed_writes(peer.url, rate, seconds, sessions, secret_hash, "p1-")
+    cpu_before = (peer.cpu_seconds(), cpu_seconds(stack.postmaster_pid(), True))
+    commits, durations = timed_writes(peer.url, rate, seconds, sessions, BENCH_SECRET_HASH, "p1-")
     lines = stack.wait_for_log(before + len(commits), 30)[before:]
-    cpu_after = (peer.cpu_seconds(cpu_seconds), cpu_seconds(stack.postmaster_pid(), True))
+    cpu_after = (peer.cpu_seconds(), cpu_seconds(stack.postmaster_pid(), True))
     latencies = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
     return {"writes": len(commits), "received": len(latencies), "latencies_ms": latencies, "write_ms": durations,
             "cpu_microseconds_per_write": cpu_per_write(cpu_before, cpu_after, len(commits))}
 
 
-def peer_b2_round(stack, peer, k, count, cpu_seconds):
+def peer_b2_round(stack, peer, k, count):
     before = len(stack.log_lines())
-    cpu_before = peer.cpu_seconds(cpu_seconds)
+    cpu_before = peer.cpu_seconds()
     started = time.time()
     peer.sql(f"UPDATE activity_registration SET content_state = jsonb_build_object('status', 'working', 'n', {k}) "
              "WHERE session_id LIKE 'p2-%%'")
@@ -118,20 +120,20 @@ def peer_b2_round(stack, peer, k, count, cpu_seconds):
     last = times[-1] if times else committed
     return {"activities": count, "received": len(times), "statement_seconds": committed - started,
             "seconds_after_commit": last - committed, "pushes_per_second": len(times) / max(last - committed, 1e-9),
-            "relay_cpu_microseconds_per_push": (peer.cpu_seconds(cpu_seconds) - cpu_before) * 1e6 / max(len(times), 1)}
+            "relay_cpu_microseconds_per_push": (peer.cpu_seconds() - cpu_before) * 1e6 / max(len(times), 1)}
 
 
-def peer_b2(stack, peer, count, process_counts, secret_hash, cpu_seconds):
+def peer_b2(stack, peer, count, process_counts):
     """Seeded before the peer starts, `VACUUM; CHECKPOINT`; for each number of processes two rounds (the second
     counts); the best is reported, with the others beside it."""
-    peer.register("p2-", count, secret_hash, state="NULL")
+    peer.register("p2-", count, state="NULL")
     peer.sql("VACUUM")
     peer.sql("CHECKPOINT")
     runs, k = [], 0
     for processes in process_counts:
         peer.start(processes)
-        peer_b2_round(stack, peer, k + 1, count, cpu_seconds)
-        second = peer_b2_round(stack, peer, k + 2, count, cpu_seconds)
+        peer_b2_round(stack, peer, k + 1, count)
+        second = peer_b2_round(stack, peer, k + 2, count)
         peer.stop()
         second["processes"] = processes
         runs.append(second)
@@ -141,10 +143,10 @@ def peer_b2(stack, peer, count, process_counts, secret_hash, cpu_seconds):
     return best
 
 
-def peer_b5(stack, peer, pgbench, clients, seconds, rows, secret_hash):
+def peer_b5(stack, peer, clients, seconds, rows):
     script = (f"\\set id random(1, {rows})\n"
               "UPDATE activity_registration SET content_state = jsonb_build_object('n', random()) "
-              f"WHERE secret_hash = '{secret_hash}' AND session_id = 'p1-' || :id;\n")
+              f"WHERE secret_hash = '{BENCH_SECRET_HASH}' AND session_id = 'p1-' || :id;\n")
     with_peer = pgbench(stack, clients, seconds, script, database="peer")
     peer.sql("ALTER TABLE activity_registration DISABLE TRIGGER USER")
     try:

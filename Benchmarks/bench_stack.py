@@ -274,6 +274,19 @@ def h2load_ceiling(stack, requests):
     return rps, out
 
 
+def pgbench(stack, clients, seconds, script, database="bench"):
+    path = os.path.join(stack.work, "b5.sql")
+    with open(path, "w") as f:
+        f.write(script)
+    out = subprocess.run([f"{stack.bindir}/pgbench", "-n", "-c", str(clients), "-j", "2", "-T", str(seconds), "-f", path,
+                          "-h", "127.0.0.1", "-p", str(stack.pg_port), "-U", "postgres", database],
+                         capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if line.startswith("tps ="):
+            return float(line.split()[2])
+    raise SystemExit("pgbench failed:\n" + out)
+
+
 def start_perf(stack, out, scenario, frequency=int(os.environ.get("BENCH_PERF_HZ", "999")), any_name=False):
     """`perf record` on the relay while a scenario runs, when BENCH_PERF names it (or, `any_name`, is set at all)."""
     wanted = os.environ.get("BENCH_PERF")

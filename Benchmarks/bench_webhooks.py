@@ -6,6 +6,8 @@ import socket
 import subprocess
 import time
 
+from bench_stack import cpu_seconds
+
 WEBHOOK_SECRET = "whsec_bench_0123456789abcdef"
 
 
@@ -68,7 +70,7 @@ def register_endpoint(stack, url):
     stack.sql("INSERT INTO webhook_endpoint (url, secret) VALUES (%s, %s)", (url, WEBHOOK_SECRET))
 
 
-def bench_b8(stack, receiver, count, cpu_seconds):
+def bench_b8(stack, receiver, count):
     """`count` activities registered in one statement: `count` live_activity.started events (plus whatever else the
     run emits), from the commit to the last request at the receiver; lost = events in broadcast_log's record of them
     that never arrived."""

@@ -18,8 +18,8 @@ from collections import Counter
 
 import psycopg
 
-from bench_channels import percentile
 from bench_peer import paced_writes
+from bench_stack import BENCH_SECRET_HASH, pct, register
 
 FLOOR_SQL = """
 DROP TABLE IF EXISTS bench_floor, bench_floor_outbox;
@@ -86,7 +86,7 @@ class Listener:
         self.conn.close()
 
 
-def bench_writer_floor(stack, register, secret_hash, rate=200, seconds=2, rounds=3):
+def bench_writer_floor(stack, rate=200, seconds=2, rounds=3):
     """`rounds` rounds of every variant, `seconds` of paced one-row writes each, every write a fresh row."""
     url = stack.url.replace("postgres://", "postgresql://")
     per_segment = rate * seconds
@@ -109,7 +109,7 @@ def bench_writer_floor(stack, register, secret_hash, rate=200, seconds=2, rounds
                 _, ms = paced_writes(url, rate, seconds,
                                      f"UPDATE {table} SET content_state = jsonb_build_object('n', %s) "
                                      "WHERE secret_hash = %s AND session_id = %s",
-                                     lambda i: (i, secret_hash, f"fl-{first + i}"), lambda i: i)
+                                     lambda i: (i, BENCH_SECRET_HASH, f"fl-{first + i}"), lambda i: i)
                 durations[name] += ms
     finally:
         stack.sql("ALTER TABLE activity_registration ENABLE TRIGGER USER")
@@ -117,7 +117,7 @@ def bench_writer_floor(stack, register, secret_hash, rate=200, seconds=2, rounds
     notified = per_segment * rounds  # the one variant that notifies `bench_floor`
     return {"rate": rate, "seconds_per_segment": seconds, "rounds": rounds,
             "notifications_read": listener.received, "notifications_sent": notified,
-            "write_ms": {name: {p: percentile(ms, p) for p in (50, 90, 99)} for name, ms in durations.items()}}
+            "write_ms": {name: {p: pct(ms, p) for p in (50, 90, 99)} for name, ms in durations.items()}}
 
 
 def summarize(result):

@@ -6,13 +6,15 @@ import random
 import threading
 import time
 
+from fault_suite import Relay
 
-def scenario_channels(suite, quick, relay_class):
+
+def scenario_channels(suite, quick):
     channels, rate, seconds = (20, 50, 8) if quick else (100, 200, 30)
     database = "channels"
     suite.create_database(database, 0)
     suite.set_faults(channelManagementRate503=1.0, rate503=0.1, retryAfterSeconds=0)
-    relay = relay_class(suite, database)
+    relay = Relay(suite, database)
     suite.query(database, "INSERT INTO broadcast_channel (name, bundle_id, content_state) "
                           "SELECT 'c' || i, 'dev.liverelay.faults', '{\"n\": 0}' FROM generate_series(1, %s) i",
                 (channels,))
@@ -40,7 +42,7 @@ def scenario_channels(suite, quick, relay_class):
     suite.set_faults(rate503=0.1, retryAfterSeconds=0)  # the management API is back
     time.sleep(seconds / 3)
     relay.kill()
-    relay = relay_class(suite, database, name="relay-after-kill")
+    relay = Relay(suite, database, name="relay-after-kill")
     writer.join()
     drained = suite.wait_drained(database, 120)
     suite.set_faults()

@@ -5,17 +5,18 @@ relay sends it. The stream-holding relay is SIGKILLed: within 30 s the other rel
 import time
 
 from bench_foreground import open_streams
+from fault_suite import Relay
 
 
-def scenario_foreground(suite, quick, relay_class, admin_token):
+def scenario_foreground(suite, quick):
     activities = 20 if quick else 100
     database = "foreground"
     suite.create_database(database, activities)
     suite.query(database, "UPDATE activity_registration SET device_uuid = md5(session_id)::uuid")
     devices = dict(suite.query(database, "SELECT activity_token, device_uuid::text FROM activity_registration"))
-    holder = relay_class(suite, database, name="relay-holding-streams")
-    sender = relay_class(suite, database, name="relay-sending")
-    streams = open_streams(holder.port, admin_token, list(devices.values()))
+    holder = Relay(suite, database, name="relay-holding-streams")
+    sender = Relay(suite, database, name="relay-sending")
+    streams = open_streams(holder.port, list(devices.values()))
     # Only pushes from here on (the simulator keeps every scenario's; asking for all of them is a large answer).
     suite.new_pushes()
     seen = [suite.sim_seen]

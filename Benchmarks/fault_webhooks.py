@@ -8,6 +8,9 @@ import json
 import threading
 import time
 
+from bench_stack import free_port
+from fault_suite import Relay, Writer, collect, nothing_lost
+
 SECRET = "whsec_faults_0123456789abcdef"
 
 
@@ -60,7 +63,7 @@ class Receiver:
         return f"http://127.0.0.1:{self.port}/hook"
 
 
-def scenario_webhook_down(suite, quick, Relay, Writer, collect, nothing_lost, free_port):
+def scenario_webhook_down(suite, quick):
     rate, seconds = (100, 8) if quick else (200, 30)
     tokens = suite.create_database("webhooks", 300)
     receiver = Receiver(free_port())

@@ -19,13 +19,13 @@ import tempfile
 import time
 import traceback
 
-from bench_stack import ADMIN_TOKEN, ROOT, free_port
+from bench_stack import ROOT
 from fault_channels import scenario_channels
 from fault_delivery import (scenario_android, scenario_endpoint, scenario_kill, scenario_pg_restart,
                             scenario_terminate, scenario_two_relays)
 from fault_foreground import scenario_foreground
 from fault_shutdown import scenario_idle_transaction, scenario_sigterm
-from fault_suite import Relay, Suite, Writer, collect, nothing_lost
+from fault_suite import Suite
 from fault_webhooks import scenario_webhook_down
 
 SCENARIOS = {
@@ -37,10 +37,9 @@ SCENARIOS = {
     "two-relays": scenario_two_relays,
     "sigterm": scenario_sigterm,
     "idle-transaction": scenario_idle_transaction,
-    "webhook-down": lambda suite, quick: scenario_webhook_down(suite, quick, Relay, Writer, collect, nothing_lost,
-                                                               free_port),
-    "channels": lambda suite, quick: scenario_channels(suite, quick, Relay),
-    "foreground": lambda suite, quick: scenario_foreground(suite, quick, Relay, ADMIN_TOKEN),
+    "webhook-down": scenario_webhook_down,
+    "channels": scenario_channels,
+    "foreground": scenario_foreground,
 }
 
 
