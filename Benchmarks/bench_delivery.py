@@ -13,14 +13,14 @@ def bench_b1(stack, rate, seconds):
     time.sleep(1)
     before = len(stack.log_lines())
     cpu_before = (cpu_seconds(stack.relay.pid), cpu_seconds(stack.postmaster_pid(), True))
-    commits, durations = timed_writes(stack.url, rate, seconds, sessions, BENCH_SECRET_HASH, "b1-")
+    commits, durations = timed_writes(stack.url, rate, seconds, sessions, "b1-")
     lines = stack.wait_for_log(before + len(commits), 30)[before:]
     cpu_after = (cpu_seconds(stack.relay.pid), cpu_seconds(stack.postmaster_pid(), True))
     latencies = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
     stack.sql("ALTER TABLE activity_registration DISABLE TRIGGER USER")
     try:
         bare_seconds = max(1, seconds // 2)
-        _, bare = timed_writes(stack.url, rate, bare_seconds, sessions, BENCH_SECRET_HASH, "b1-")
+        _, bare = timed_writes(stack.url, rate, bare_seconds, sessions, "b1-")
     finally:
         stack.sql("ALTER TABLE activity_registration ENABLE TRIGGER USER")
     return {"writes": len(commits), "received": len(latencies), "latencies_ms": latencies, "write_ms": durations,

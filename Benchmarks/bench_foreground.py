@@ -13,7 +13,7 @@ import time
 import urllib.request
 
 from bench_peer import timed_writes
-from bench_stack import ADMIN_TOKEN, BENCH_SECRET_HASH, pct, register
+from bench_stack import ADMIN_TOKEN, pct, register
 
 
 def priorities_since(stack, offset):
@@ -107,7 +107,7 @@ def bench_b10(stack, activities=1000, rounds=10, rate=200, seconds=10, pairs=3):
             streams = open_streams(stack.http_port, open_devices) if state == "open" else []
             wait_for_presence(stack, len(streams))
             before = len(stack.log_lines())
-            commits, _ = timed_writes(stack.url, rate, seconds, sessions, BENCH_SECRET_HASH, segment)
+            commits, _ = timed_writes(stack.url, rate, seconds, sessions, segment)
             lines = stack.wait_for_log(before + len(commits), 30)[before:]
             measured = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
             latency[state] += measured

@@ -87,12 +87,12 @@ def paced_writes(url, rate, seconds, statement, params, key):
     return commits, durations
 
 
-def timed_writes(url, rate, seconds, sessions, secret_hash, prefix):
+def timed_writes(url, rate, seconds, sessions, prefix):
     """B1's writes: `rate` one-row UPDATEs of activities a second; commit times by token."""
     return paced_writes(url, rate, seconds,
                         "UPDATE activity_registration SET content_state = jsonb_build_object('n', %s) "
                         "WHERE secret_hash = %s AND session_id = %s",
-                        lambda i: (i, secret_hash, f"{prefix}{i}"), lambda i: sessions[f"{prefix}{i}"])
+                        lambda i: (i, BENCH_SECRET_HASH, f"{prefix}{i}"), lambda i: sessions[f"{prefix}{i}"])
 
 
 def peer_b1(stack, peer, rate, seconds):
@@ -100,7 +100,7 @@ def peer_b1(stack, peer, rate, seconds):
     time.sleep(1)
     before = len(stack.log_lines())
     cpu_before = (peer.cpu_seconds(), cpu_seconds(stack.postmaster_pid(), True))
-    commits, durations = timed_writes(peer.url, rate, seconds, sessions, BENCH_SECRET_HASH, "p1-")
+    commits, durations = timed_writes(peer.url, rate, seconds, sessions, "p1-")
     lines = stack.wait_for_log(before + len(commits), 30)[before:]
     cpu_after = (peer.cpu_seconds(), cpu_seconds(stack.postmaster_pid(), True))
     latencies = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
