@@ -2,6 +2,7 @@ import HTTPTypes
 import HummingbirdCore
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 
 /// A connection whose one response is written straight to its channel, from any thread, with no task waiting on it:
@@ -17,16 +18,23 @@ public final class DetachedConnection: Sendable {
     struct State {
         var head: HTTPResponse?
         var detached = false
+        /// Chunks are framed here and written below the encoder (`write(_:)`): the head went out chunked.
+        var framesChunks = false
         /// Called once when the server stops (the relay's graceful shutdown), on the channel's event loop.
         var onQuiesce: (@Sendable () -> Void)?
     }
 
     private let writer: LoopWriter
+    /// The HTTP/1 encoder's place in the pipeline: a chunk written there goes straight to the socket.
+    private let encoder: NIOLoopBound<ChannelHandlerContext>?
 
+    /// On the channel's event loop, once its pipeline is set up.
     init(channel: any Channel) {
         self.channel = channel
         state = NIOLockedValueBox(State())
         writer = LoopWriter.of(channel.eventLoop)
+        encoder = (try? channel.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self))
+            .map { NIOLoopBound($0, eventLoop: channel.eventLoop) }
     }
 
     /// True while the client reads fast enough (the channel's write buffer is under its high-water mark).
@@ -37,12 +45,38 @@ public final class DetachedConnection: Sendable {
 
     /// Writes one chunk of the response body and flushes it.
     public func write(_ buffer: ByteBuffer) {
-        writer.enqueue(channel, [.write(.body(buffer))])
+        guard buffer.readableBytes > 0 else { return }  // an empty chunk would end a chunked body
+        let framed = state.withLockedValue { $0.framesChunks }
+        writer.enqueue(self, [framed ? .framed(Self.chunk(buffer)) : .write(.body(buffer))])
     }
 
     /// Ends the response (after `last`, if given) and closes the connection once it is written.
     public func finish(last: ByteBuffer? = nil) {
-        writer.enqueue(channel, (last.map { [.write(.body($0))] } ?? []) + [.endAndClose])
+        writer.enqueue(self, (last.map { [.write(.body($0))] } ?? []) + [.endAndClose])
+    }
+
+    /// `buffer` as one chunk of a chunked body (RFC 9112 §7.1): its size in hex, CRLF, the bytes, CRLF.
+    static func chunk(_ buffer: ByteBuffer) -> ByteBuffer {
+        let size = String(buffer.readableBytes, radix: 16)
+        var chunk = ByteBuffer()
+        chunk.reserveCapacity(size.utf8.count + buffer.readableBytes + 4)
+        chunk.writeString(size)
+        chunk.writeStaticString("\r\n")
+        chunk.writeImmutableBuffer(buffer)
+        chunk.writeStaticString("\r\n")
+        return chunk
+    }
+
+    /// On the event loop: `bytes`, already framed, written below the HTTP encoder (only when there is one, and it
+    /// framed the head as chunked: `framesChunks`).
+    func writeBelowEncoder(_ bytes: ByteBuffer) {
+        encoder?.value.write(NIOAny(IOData.byteBuffer(bytes)), promise: nil)
+    }
+
+    /// On the event loop: flushes what was written, from the encoder's place when there is one (no handler above it
+    /// holds anything back).
+    func flushOnLoop() {
+        if let encoder { encoder.value.flush() } else { channel.flush() }
     }
 
     /// Sets what to do when the server stops; without it the connection is closed.
@@ -61,11 +95,15 @@ public final class DetachedConnection: Sendable {
         let head = state.withLockedValue { state -> HTTPResponse? in
             guard !state.detached else { return nil }
             state.detached = true
+            // NIO's encoder frames a response with no length of its own as chunked (HTTP/1.1, a GET's answer).
+            state.framesChunks = encoder != nil && state.head.map {
+                $0.headerFields[.contentLength] == nil && $0.headerFields[.transferEncoding] == nil
+            } ?? false
             // Written once: not kept for the hours the stream stays open.
             defer { state.head = nil }
             return state.head
         }
-        if let head { writer.enqueue(channel, [.write(.head(head))]) }
+        if let head { writer.enqueue(self, [.write(.head(head))]) }
     }
 
     func quiesce() {
@@ -110,6 +148,6 @@ extension DetachedConnection {
     /// Writes a whole response that was not detached, then closes the connection.
     func writeWhole(_ head: HTTPResponse, body: ByteBuffer) {
         let chunk: [LoopWriter.Action] = body.readableBytes > 0 ? [.write(.body(body))] : []
-        writer.enqueue(channel, [.write(.head(head))] + chunk + [.endAndClose])
+        writer.enqueue(self, [.write(.head(head))] + chunk + [.endAndClose])
     }
 }

@@ -11,12 +11,15 @@ import NIOHTTPTypes
 final class LoopWriter: Sendable {
     enum Action: Sendable {
         case write(HTTPResponsePart)
+        /// Bytes already framed as the response's body needs them (a chunk of a chunked body), written below the
+        /// HTTP encoder: no pass through the codecs and one buffer per chunk instead of three.
+        case framed(ByteBuffer)
         /// Ends the response and closes the connection once all of it is written.
         case endAndClose
     }
 
     private struct Queue {
-        var actions: [(any Channel, Action)] = []
+        var actions: [(DetachedConnection, Action)] = []
         var scheduled = false
     }
 
@@ -39,9 +42,9 @@ final class LoopWriter: Sendable {
         }
     }
 
-    func enqueue(_ channel: any Channel, _ actions: [Action]) {
+    func enqueue(_ connection: DetachedConnection, _ actions: [Action]) {
         let schedule = queue.withLockedValue { queue -> Bool in
-            for action in actions { queue.actions.append((channel, action)) }
+            for action in actions { queue.actions.append((connection, action)) }
             guard !queue.scheduled else { return false }
             queue.scheduled = true
             return true
@@ -50,23 +53,27 @@ final class LoopWriter: Sendable {
     }
 
     private func drain() {
-        let actions = queue.withLockedValue { queue -> [(any Channel, Action)] in
+        let actions = queue.withLockedValue { queue -> [(DetachedConnection, Action)] in
             let actions = queue.actions
             queue.actions = []
             queue.scheduled = false
             return actions
         }
-        var written: [ObjectIdentifier: any Channel] = [:]
-        for (channel, action) in actions {
+        var written: [ObjectIdentifier: DetachedConnection] = [:]
+        for (connection, action) in actions {
+            let channel = connection.channel
             switch action {
             case .write(let part):
                 channel.write(part, promise: nil)
-                written[ObjectIdentifier(channel)] = channel
+                written[ObjectIdentifier(connection)] = connection
+            case .framed(let bytes):
+                connection.writeBelowEncoder(bytes)
+                written[ObjectIdentifier(connection)] = connection
             case .endAndClose:
                 channel.writeAndFlush(HTTPResponsePart.end(nil)).whenComplete { _ in channel.close(promise: nil) }
-                written[ObjectIdentifier(channel)] = nil
+                written[ObjectIdentifier(connection)] = nil
             }
         }
-        for channel in written.values { channel.flush() }
+        for connection in written.values { connection.flushOnLoop() }
     }
 }

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import LiveRelayHTTPServer
 
-/// The relay's HTTP service answers as Hummingbird's application did: Date and Server headers on every answer, and
-/// requests read whole however small a connection's first receive buffer.
+/// The relay's HTTP service answers as Hummingbird's application did: Date and Server headers on every answer,
+/// requests read whole however small a connection's first receive buffer, and a stream's events as well-formed chunks
+/// (the relay frames them itself).
 @Suite("HTTP service")
 struct HTTPServiceTests {
     @Test("Date is an RFC 9110 IMF-fixdate in GMT")
@@ -51,5 +52,51 @@ struct HTTPServiceTests {
                 #expect(try await post.read { $0.contains(#""ok":true"#) }, "\(post.text)")
             }
         }
+    }
+
+    @Test("a stream's body is chunked on the wire: each event one chunk whose size line counts its bytes")
+    func streamChunks() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let device = UUID()
+                let stream = try RawConnection(port: port)
+                let admin = "Authorization: Bearer \(Harness.adminToken)"
+                try stream.get("/v1/stream?channel=device:\(device)", headers: [admin])
+                #expect(try await stream.read { $0.contains(": connected") }, "\(stream.text)")
+                try await h.sql("""
+                    INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'chunked')
+                    """)
+                #expect(try await stream.read { $0.contains("\"chunked\"") && $0.hasSuffix("\n\n\r\n") },
+                        "\(stream.text)")
+                let parts = stream.text.components(separatedBy: "\r\n\r\n")
+                let head = parts[0].lowercased()
+                #expect(head.contains("\r\ntransfer-encoding: chunked"), "\(head)")
+                let chunks = try Self.chunks(of: parts.dropFirst().joined(separator: "\r\n\r\n"))
+                #expect(chunks.first == "retry: 2000\n: connected\n\n", "\(chunks)")
+                let event = try #require(chunks.first { $0.contains("live-activity-message") })
+                #expect(event.hasPrefix("id: ") && event.contains("\nevent: live-activity-message\ndata: {"),
+                        "\(event)")
+            }
+        }
+    }
+
+    /// The chunks of a chunked body (RFC 9112 §7.1) read so far, as text; throws at a size line that does not parse
+    /// or a chunk whose bytes do not end with CRLF where its size says.
+    static func chunks(of body: String) throws -> [String] {
+        struct Malformed: Error { var at: String }
+        let bytes = Array(body.utf8), crlf: [UInt8] = [13, 10]
+        var chunks: [String] = [], at = 0
+        while at < bytes.count {
+            let malformed = Malformed(at: String(decoding: bytes[at...].prefix(40), as: UTF8.self))
+            guard let lineEnd = (at..<bytes.count - 1).first(where: { Array(bytes[$0...$0 + 1]) == crlf }),
+                  let size = Int(String(decoding: bytes[at..<lineEnd], as: UTF8.self), radix: 16) else {
+                throw malformed
+            }
+            let start = lineEnd + 2, end = start + size
+            guard end + 2 <= bytes.count, Array(bytes[end..<end + 2]) == crlf else { throw malformed }
+            chunks.append(String(decoding: bytes[start..<end], as: UTF8.self))
+            at = end + 2
+        }
+        return chunks
     }
 }
