@@ -159,11 +159,13 @@ extension ShutdownTests {
             try await h.sql(#"""
                 UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-stuck'
                 """#)
-            // The push is on its way to APNs, which holds it: the batch cannot finish within the budget.
-            // (Only this test's database: the cluster is shared with tests running beside it.)
+            // The batch has claimed the row (its per-activity advisory lock is held until the batch ends) and goes
+            // on to APNs, which holds the push: the batch cannot finish within the budget. (A worker between batches
+            // is "idle in transaction" too, holding no lock: that is not a batch in flight.) Only this test's
+            // database: the cluster is shared with tests running beside it.
             try await h.waitUntil("""
-                SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-                               WHERE datname = current_database() AND state = 'idle in transaction')
+                SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                               WHERE a.datname = current_database() AND l.locktype = 'advisory')
                 """)
             try await Self.expectCleanExit(relay, "with a batch stuck past the budget")
             #expect(relay.output.contains("rolled back"),

@@ -131,7 +131,12 @@ struct WakeupGateTests {
         try await h.sql("""
             UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id = 's-busy'
             """)
-        try await h.waitUntil("SELECT NOT bool_or(idle) FROM relay_wakeup")
+        do {
+            try await h.waitUntil("SELECT NOT bool_or(idle) FROM relay_wakeup")
+        } catch is Harness.TimedOut {
+            Issue.record("the relay never said busy after s-busy's write \(n): \(try await Self.gateState(h))")
+            throw Harness.TimedOut()
+        }
         try await h.withConnection { writer in
             try await writer.query("BEGIN", logger: h.logger)
             try await writer.query("""
@@ -143,5 +148,20 @@ struct WakeupGateTests {
             ).collect().first!.decode(Bool.self)
             try await rest(writer, woke)
         }
+    }
+
+    /// What the gate, the queue and the two activities say, for a failure's message.
+    static func gateState(_ h: Harness) async throws -> String {
+        let gate = try await h.rows("""
+            SELECT format('%s idle=%s age=%s', instance_id, idle, now() - updated_at) FROM relay_wakeup
+            """, as: String.self)
+        let queue = try await h.rows("""
+            SELECT format('outbox row %s: %s attempts=%s due in %s error=%s', id, session_id, attempts,
+                          next_attempt_at - now(), last_error) FROM delivery_outbox
+            """, as: String.self)
+        let activities = try await h.rows("""
+            SELECT format('%s %s %s', session_id, status, content_state) FROM activity_registration
+            """, as: String.self)
+        return "gate \(gate); \(queue.isEmpty ? "outbox empty" : queue.joined(separator: "; ")); \(activities)"
     }
 }
