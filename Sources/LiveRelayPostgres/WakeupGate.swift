@@ -99,6 +99,19 @@ struct WakeupGate: Sendable {
         return publishedIdle
     }
 
+    /// What the row says as far as the relay knows, before `publish()`: the listener writes "idle" over the row only
+    /// while it still says this. A writer may mark an idle row busy while the listener is writing it idle again (a
+    /// refresh, or a re-publish); the listener's write waits for that writer's commit and must not then erase its mark
+    /// (the relay would look idle through the batch that writer's notification starts, and every writer meanwhile
+    /// would notify).
+    var rowSaysIdle: Bool { publishedIdle }
+
+    /// The listener's idle write found the row marked busy by a writer since (and left it): that writer's
+    /// notification is on its way.
+    mutating func markedBusyByWriter() {
+        publishedIdle = false
+    }
+
     /// Whether the writers that were open when the row said idle still matter: a writer that read "busy" just before
     /// may commit rows nobody was woken for. Once woken, the relay looks until it finds nothing, and its next idle
     /// period follows the writers open then.

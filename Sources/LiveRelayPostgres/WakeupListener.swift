@@ -154,7 +154,7 @@ public final class WakeupListener: Service, Sendable {
 
     private func listen(on connection: PostgresConnection) async throws {
         try await connection.listen(on: Self.channel) { notifications in
-            let openWriters = try await self.writeGate(on: connection)
+            let openWriters = try await self.writeGate(on: connection, knowingRow: false)
             // Rows of relays that died without saying goodbye (they refresh theirs every 30 s while alive).
             try await connection.query(
                 "DELETE FROM relay_wakeup WHERE updated_at < now() - interval '2 minutes'", logger: self.logger)
@@ -207,13 +207,27 @@ public final class WakeupListener: Service, Sendable {
     /// that read "busy" before the row said idle did not notify, and its rows may not have been committed when the
     /// consumers looked. Such a writer is among them (it wrote its outbox row, so it has a transaction id, before it
     /// read the row); `follow` has the consumers look again whenever some of them end.
-    private func writeGate(on connection: PostgresConnection) async throws -> [String] {
+    /// - Parameter knowingRow: whether this connection has written the row before (then an idle write leaves a row
+    ///   that a writer has marked busy since, see `WakeupGate.rowSaysIdle`; the first write after a (re)connect
+    ///   writes whatever the row says).
+    private func writeGate(on connection: PostgresConnection, knowingRow: Bool = true) async throws -> [String] {
         // Set before writing: a notification that arrives meanwhile (a writer marking us busy) must win.
-        let idle = state.withLock { $0.gate.publish() }
-        try await connection.query("""
+        let (idle, believedIdle) = state.withLock { state in
+            let believed = state.gate.rowSaysIdle
+            return (state.gate.publish(), believed)
+        }
+        var written = false
+        for try await _ in try await connection.query("""
             INSERT INTO relay_wakeup (instance_id, idle, updated_at) VALUES (\(instanceID), \(idle), now())
             ON CONFLICT (instance_id) DO UPDATE SET idle = excluded.idle, updated_at = excluded.updated_at
-            """, logger: logger)
+            WHERE NOT excluded.idle OR NOT \(knowingRow) OR relay_wakeup.idle = \(believedIdle)
+            RETURNING true
+            """, logger: logger).decode(Bool.self) { written = true }
+        guard written else {
+            // A writer marked the row busy after the relay last wrote it: its notification wakes a worker.
+            state.withLock { $0.gate.markedBusyByWriter() }
+            return []
+        }
         guard idle else { return [] }
         // In one snapshot, taken after the row said idle: the writers still open, and whether what the others
         // committed left a delivery due. A worker is rung only then: most of the time the batch that just ended sent

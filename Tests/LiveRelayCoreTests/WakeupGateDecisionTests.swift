@@ -80,6 +80,23 @@ struct WakeupGateDecisionTests {
         #expect(rewrite, "the woken worker's idle must be written again")
     }
 
+    @Test("an idle write that finds a writer's mark made since leaves it: the relay is busy until the woken worker is")
+    func idleWriteKeepsWritersMark() {
+        var gate = Self.gate()
+        _ = gate.publish()
+        // The listener writes idle again (its refresh) while a writer finds the row idle and marks it busy: the
+        // write waits for that writer's commit, finds the row no longer as the relay left it, and leaves it.
+        let believed = gate.rowSaysIdle, idle = gate.publish()
+        #expect(believed && idle)
+        gate.markedBusyByWriter()
+        #expect(!gate.rowSaysIdle && !gate.followsOpenWriters)
+        // That writer's notification wakes a worker; when it has drained, the row is written idle again.
+        let rung = gate.wakeUp(notified: true, at: Self.at)
+        #expect(rung == [0, 1])
+        #expect(gate.reportIdle(1) && gate.takeStale())
+        #expect(!gate.rowSaysIdle, "idle is written over the writer's mark, which is what the relay believes now")
+    }
+
     @Test("a late commit after idle: the open writers are followed only while the row says idle")
     func lateCommitAfterIdle() {
         var gate = Self.gate()
