@@ -153,14 +153,7 @@ hosts:
           path: {self.access_log}
           format: "%{{usec}}t %U %{{apns-channel-id}}i %{{apns-priority}}i"
 """)
-        self.h2o = subprocess.Popen(["h2o", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", self.h2o_port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise SystemExit("h2o did not start")
+        self.h2o = start_h2o(conf, self.h2o_port, "h2o")
 
     def log_lines(self):
         """Lines of the access log so far: (receive time in seconds, token; "fcm" for an FCM message, whose token is
@@ -272,6 +265,19 @@ def h2load_ceiling(stack, requests):
                          capture_output=True, text=True).stdout
     rps = float(out.split("finished in")[1].split(",")[1].split("req/s")[0])
     return rps, out
+
+
+def start_h2o(conf, port, what):
+    """h2o with the configuration file `conf`, once it accepts connections on `port` (5 s at most)."""
+    process = subprocess.Popen(["h2o", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return process
+        except OSError:
+            time.sleep(0.05)
+    process.kill()
+    raise SystemExit(f"{what} did not start")
 
 
 def pgbench(stack, clients, seconds, script, database="bench"):

@@ -2,11 +2,9 @@
 and logs the microsecond and the LiveRelay-Event-Id of every request; the relay's endpoint is registered by SQL,
 as an operator may. Used by bench.py, which also runs B1 and B5 with this endpoint registered (webhooks enabled)."""
 import os
-import socket
-import subprocess
 import time
 
-from bench_stack import cpu_seconds
+from bench_stack import cpu_seconds, start_h2o
 
 WEBHOOK_SECRET = "whsec_bench_0123456789abcdef"
 
@@ -34,14 +32,7 @@ hosts:
           path: {self.log}
           format: "%{{usec}}t %{{LiveRelay-Event-Id}}i"
 """)
-        self.process = subprocess.Popen(["h2o", "-c", conf], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise SystemExit("the webhook receiver (h2o) did not start")
+        self.process = start_h2o(conf, port, "the webhook receiver (h2o)")
 
     @property
     def url(self):

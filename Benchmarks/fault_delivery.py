@@ -146,34 +146,27 @@ def endpoint_faults(suite, quick, database, android, faults):
                   min_gap_over_bound=min(ratios, default=0))
     result["pass"] = (nothing_lost(result, drained)
                       and violations == 0 and checked > 0 and result["requests_per_accepted_push"] < 2)
-    result["retries_summary"] = (f"{checked} retries all within backoff bounds: {violations == 0} (shortest wait "
-                                 f"{min(ratios, default=0):.2f}× its lower bound); "
-                                 f"{result['final_states_lost']} final "
-                                 f"states lost, {result['order_violations']} order violations")
+    what, one, many = ("FCM requests", "message", "messages") if android else ("requests", "push", "pushes")
+    kinds = [("503", "503"), ("429", "429"), ("reset", "resets")] + ([] if android else [("goaway", "GOAWAY")])
+    counts = ", ".join(f"{label} {answered.get(kind, 0)}" for kind, label in kinds)
+    result["summary"] = (f"{requests} {what} for {result['pushes']} accepted {many} "
+                         f"({result['requests_per_accepted_push']:.2f} per {one}; {counts}); "
+                         f"{checked} retries all within backoff bounds: {violations == 0} (shortest wait "
+                         f"{min(ratios, default=0):.2f}× its lower bound); {result['final_states_lost']} final "
+                         f"states lost, {result['order_violations']} order violations")
     return result
 
 
 def scenario_endpoint(suite, quick):
     """APNs answers 20% 503 + 5% 429 (retry-after), resets connections and sends GOAWAY."""
-    result = endpoint_faults(suite, quick, "endpoint", False,
-                             dict(rate503=0.2, rate429=0.05, retryAfterSeconds=1, resetRate=0.01, goAwayRate=0.01))
-    answered = result["responses"]
-    result["summary"] = (f"{result['requests']} requests for {result['pushes']} accepted pushes "
-                         f"({result['requests_per_accepted_push']:.2f} per push; 503 {answered.get('503', 0)}, 429 "
-                         f"{answered.get('429', 0)}, resets {answered.get('reset', 0)}, GOAWAY "
-                         f"{answered.get('goaway', 0)}); {result['retries_summary']}")
-    return result
+    return endpoint_faults(suite, quick, "endpoint", False,
+                           dict(rate503=0.2, rate429=0.05, retryAfterSeconds=1, resetRate=0.01, goAwayRate=0.01))
 
 
 def scenario_android(suite, quick):
     """Android activities while FCM answers 20% 503 + 5% 429 (Retry-After) and resets connections."""
-    result = endpoint_faults(suite, quick, "android", True,
-                             dict(rate503=0.2, rate429=0.05, retryAfterSeconds=1, resetRate=0.01))
-    answered = result["responses"]
-    result["summary"] = (f"{result['requests']} FCM requests for {result['pushes']} accepted messages "
-                         f"({result['requests_per_accepted_push']:.2f} per message; 503 {answered.get('503', 0)}, 429 "
-                         f"{answered.get('429', 0)}, resets {answered.get('reset', 0)}); {result['retries_summary']}")
-    return result
+    return endpoint_faults(suite, quick, "android", True,
+                           dict(rate503=0.2, rate429=0.05, retryAfterSeconds=1, resetRate=0.01))
 
 
 def scenario_two_relays(suite, quick):

@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
+import Synchronization
 
 /// A connection whose one response is written straight to its channel, from any thread, with no task waiting on it:
 /// the event stream's, which stays open for hours and would otherwise keep a suspended task of several kilobytes per
@@ -18,8 +19,6 @@ public final class DetachedConnection: Sendable {
     struct State {
         var head: HTTPResponse?
         var detached = false
-        /// Chunks are framed here and written below the encoder (`write(_:)`): the head went out chunked.
-        var framesChunks = false
         /// Called once when the server stops (the relay's graceful shutdown), on the channel's event loop.
         var onQuiesce: (@Sendable () -> Void)?
     }
@@ -27,6 +26,9 @@ public final class DetachedConnection: Sendable {
     private let writer: LoopWriter
     /// The HTTP/1 encoder's place in the pipeline: a chunk written there goes straight to the socket.
     private let encoder: NIOLoopBound<ChannelHandlerContext>?
+    /// Chunks are framed here and written below the encoder (`write(_:)`): the head went out chunked. Read at every
+    /// event of every stream, so an atomic rather than the state's lock.
+    private let framesChunks = Atomic<Bool>(false)
 
     /// On the channel's event loop, once its pipeline is set up.
     init(channel: any Channel) {
@@ -46,7 +48,7 @@ public final class DetachedConnection: Sendable {
     /// Writes one chunk of the response body and flushes it.
     public func write(_ buffer: ByteBuffer) {
         guard buffer.readableBytes > 0 else { return }  // an empty chunk would end a chunked body
-        let framed = state.withLockedValue { $0.framesChunks }
+        let framed = framesChunks.load(ordering: .acquiring)
         writer.enqueue(self, [framed ? .framed(Self.chunk(buffer)) : .write(.body(buffer))])
     }
 
@@ -95,15 +97,16 @@ public final class DetachedConnection: Sendable {
         let head = state.withLockedValue { state -> HTTPResponse? in
             guard !state.detached else { return nil }
             state.detached = true
-            // NIO's encoder frames a response with no length of its own as chunked (HTTP/1.1, a GET's answer).
-            state.framesChunks = encoder != nil && state.head.map {
-                $0.headerFields[.contentLength] == nil && $0.headerFields[.transferEncoding] == nil
-            } ?? false
             // Written once: not kept for the hours the stream stays open.
             defer { state.head = nil }
             return state.head
         }
-        if let head { writer.enqueue(self, [.write(.head(head))]) }
+        guard let head else { return }
+        // NIO's encoder frames a response with no length of its own as chunked (HTTP/1.1, a GET's answer). Set
+        // before the head is queued, so that every chunk queued after it is framed the same way.
+        let chunked = head.headerFields[.contentLength] == nil && head.headerFields[.transferEncoding] == nil
+        framesChunks.store(encoder != nil && chunked, ordering: .releasing)
+        writer.enqueue(self, [.write(.head(head))])
     }
 
     func quiesce() {

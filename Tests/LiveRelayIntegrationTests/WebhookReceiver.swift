@@ -98,16 +98,28 @@ final class WebhookReceiver: Sendable {
 
     /// Waits until `condition` holds for what was received.
     func wait(timeout: Duration = .seconds(20), _ condition: ([Received]) -> Bool) async throws -> [Received] {
+        try await waitUntil(timeout: timeout) { condition(received) }
+        return received
+    }
+
+    /// Waits until at least `count` requests have been held unanswered at once (`hold()`).
+    func waitForInFlight(atLeast count: Int, timeout: Duration = .seconds(20)) async throws {
+        try await waitUntil(timeout: timeout) { mostInFlight >= count }
+    }
+
+    private func waitUntil(timeout: Duration, _ condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            let now = received
-            if condition(now) { return now }
+            if condition() { return }
             try await Task.sleep(for: .milliseconds(25))
         }
         struct TimedOut: Error, CustomStringConvertible {
             var seen: [String]
-            var description: String { "timed out waiting for webhooks; received \(seen)" }
+            var mostInFlight: Int
+            var description: String {
+                "timed out waiting for webhooks; received \(seen), at most \(mostInFlight) in flight at once"
+            }
         }
-        throw TimedOut(seen: received.compactMap(\.type))
+        throw TimedOut(seen: received.compactMap(\.type), mostInFlight: mostInFlight)
     }
 }

@@ -126,10 +126,7 @@ struct WebhookTests {
                     """)
                 // The hanging endpoint's lanes fill up (the most it can hold), and while they stay held the healthy
                 // endpoint gets every event.
-                let filling = ContinuousClock.now + .seconds(20)
-                while hanging.mostInFlight < 16, ContinuousClock.now < filling {
-                    try await Task.sleep(for: .milliseconds(20))
-                }
+                try await hanging.waitForInFlight(atLeast: 16)
                 #expect(hanging.mostInFlight >= 16, "its lanes were busy: \(hanging.mostInFlight)")
                 let received = try await healthy.wait { $0.count >= 60 }
                 #expect(Set(received.compactMap(\.activityID)).count == 60)
