@@ -95,12 +95,14 @@ def summarize(results, ceiling, webhooks):
     """One line per scenario (the figures printed at the end of a run), and the results without their raw samples
     (percentiles instead), as results.json keeps them."""
     ceiling_latency_ms = 1000 / ceiling
-    summary = {"ceiling": f"h2load: {ceiling:,.0f} requests/s (one connection, 500 streams) = {ceiling_latency_ms:.4f} ms per request"}
+    summary = {"ceiling": f"h2load: {ceiling:,.0f} requests/s (one connection, 500 streams) = "
+                          f"{ceiling_latency_ms:.4f} ms per request"}
     slim = json.loads(json.dumps({k: v for k, v in results.items()}))
     if "B1" in results:
         lat = results["B1"]["latencies_ms"]
-        summary["B1"] = (f"{results['B1']['received']}/{results['B1']['writes']} received; commit → request p50 {pct(lat, 50):.3f} ms, "
-                         f"p90 {pct(lat, 90):.3f} ms, p99 {pct(lat, 99):.3f} ms, max {max(lat) if lat else float('nan'):.3f} ms "
+        summary["B1"] = (f"{results['B1']['received']}/{results['B1']['writes']} received; "
+                         f"commit → request p50 {pct(lat, 50):.3f} ms, p90 {pct(lat, 90):.3f} ms, "
+                         f"p99 {pct(lat, 99):.3f} ms, max {max(lat) if lat else float('nan'):.3f} ms "
                          f"(p50 = {pct(lat, 50) / ceiling_latency_ms:.0f}× the ceiling's time per request); "
                          "CPU per write: " + ", ".join(
                              f"{k} {v:.0f} µs" for k, v in results["B1"]["cpu_microseconds_per_write"].items()))
@@ -115,8 +117,9 @@ def summarize(results, ceiling, webhooks):
     if "B2" in results:
         b2 = results["B2"]
         first = b2["first_round"]
-        summary["B2"] = (f"{b2['received']}/{b2['activities']} received in {b2['seconds_after_commit']:.2f} s after commit: "
-                         f"{b2['pushes_per_second']:,.0f} pushes/s = {b2['pushes_per_second'] / ceiling:.2f} of the ceiling; "
+        summary["B2"] = (f"{b2['received']}/{b2['activities']} received in "
+                         f"{b2['seconds_after_commit']:.2f} s after commit: {b2['pushes_per_second']:,.0f} pushes/s = "
+                         f"{b2['pushes_per_second'] / ceiling:.2f} of the ceiling; "
                          f"first push {b2['first_push_ms']:.0f} ms after commit; UPDATE statement "
                          f"{b2['statement_seconds']:.2f} s ({b2['statement_seconds_triggers_disabled']:.2f} s with "
                          "the triggers disabled: "
@@ -146,9 +149,11 @@ def summarize(results, ceiling, webhooks):
         slim["B2m"].pop("timeline", None)
     if "B3" in results:
         b3, l = results["B3"], results["B3"]["latencies_ms"]
-        summary["B3"] = (f"{b3['received']}/{b3['clients']} SSE clients received the event ({b3['connected']} connected); "
-                         f"commit → event p50 {pct(l, 50):.1f} ms, p99 {pct(l, 99):.1f} ms, max {max(l) if l else float('nan'):.1f} ms; "
-                         f"relay RSS {b3['relay_rss_connected_mb']:.0f} MB connected, peak {b3['relay_peak_rss_mb']:.0f} MB")
+        summary["B3"] = (f"{b3['received']}/{b3['clients']} SSE clients received the event "
+                         f"({b3['connected']} connected); commit → event p50 {pct(l, 50):.1f} ms, "
+                         f"p99 {pct(l, 99):.1f} ms, max {max(l) if l else float('nan'):.1f} ms; "
+                         f"relay RSS {b3['relay_rss_connected_mb']:.0f} MB connected, "
+                         f"peak {b3['relay_peak_rss_mb']:.0f} MB")
         slim["B3"]["latencies_ms"] = {p: pct(l, p) for p in (50, 90, 99)}
     if "B5" in results:
         b5 = results["B5"]

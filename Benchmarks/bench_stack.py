@@ -90,7 +90,8 @@ class Stack:
         with open(os.path.join(data, "postgresql.conf"), "a") as f:
             f.write("\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nmax_connections = 200\n"
                     + settings)
-        as_postgres([f"{self.bindir}/pg_ctl", "-D", data, "-o", f"-p {self.pg_port}", "-l", f"{data}/log", "-w", "start"])
+        as_postgres([f"{self.bindir}/pg_ctl", "-D", data, "-o", f"-p {self.pg_port}", "-l", f"{data}/log", "-w",
+                     "start"])
         as_postgres([f"{self.bindir}/createdb", "-h", "127.0.0.1", "-p", str(self.pg_port), "-U", "postgres", "bench"])
         self.data = data
         self.url = f"postgres://postgres@127.0.0.1:{self.pg_port}/bench?sslmode=disable"
@@ -113,9 +114,10 @@ class Stack:
     # h2o ---------------------------------------------------------------------------------------------------------
     def start_h2o(self):
         self.cert, self.key = os.path.join(self.work, "cert.pem"), os.path.join(self.work, "key.pem")
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                        "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-                        "-keyout", self.key, "-out", self.cert], check=True, capture_output=True)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-days", "2", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", self.key, "-out", self.cert],
+                       check=True, capture_output=True)
         self.access_log = os.path.join(self.work, "access.log")
         conf = os.path.join(self.work, "h2o.conf")
         with open(conf, "w") as f:
@@ -190,8 +192,8 @@ hosts:
     def relay_env(self):
         key = os.path.join(self.work, "apns.p8")
         if not os.path.exists(key):
-            subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key],
-                           check=True, capture_output=True)
+            subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
+                            "-out", key], check=True, capture_output=True)
         account = os.path.join(self.work, "fcm-account.json")
         if not os.path.exists(account):
             rsa = os.path.join(self.work, "fcm-key.pem")
@@ -205,8 +207,10 @@ hosts:
         env.update({
             "FCM_SERVICE_ACCOUNT_FILE": account, "FCM_URL": f"https://127.0.0.1:{self.h2o_port}",
             "FCM_CA_FILE": self.cert,
-            "DATABASE_URL": self.url, "APNS_TEAM_ID": "BENCHTEAM1", "APNS_KEY_ID": "BENCHKEY01", "APNS_PRIVATE_KEY_FILE": key,
-            "APNS_PRODUCTION_URL": f"https://127.0.0.1:{self.h2o_port}", "APNS_SANDBOX_URL": f"https://127.0.0.1:{self.h2o_port}",
+            "DATABASE_URL": self.url, "APNS_TEAM_ID": "BENCHTEAM1", "APNS_KEY_ID": "BENCHKEY01",
+            "APNS_PRIVATE_KEY_FILE": key,
+            "APNS_PRODUCTION_URL": f"https://127.0.0.1:{self.h2o_port}",
+            "APNS_SANDBOX_URL": f"https://127.0.0.1:{self.h2o_port}",
             "APNS_CHANNELS_PRODUCTION_URL": f"https://127.0.0.1:{self.h2o_port}",
             "APNS_CHANNELS_SANDBOX_URL": f"https://127.0.0.1:{self.h2o_port}",
             "APNS_CA_FILE": self.cert, "PORT": str(self.http_port),
@@ -252,7 +256,8 @@ def register(stack, prefix, count, state="'{\"n\": 0}'", android_share=0.0):
                CASE WHEN %s > 0 AND i %% %s = 0 THEN 'android' ELSE 'ios' END
         FROM generate_series(1, %s) AS i
         """, (prefix, prefix, every, max(every, 1), count))
-    rows = stack.sql("SELECT session_id, activity_token FROM activity_registration WHERE session_id LIKE %s", (prefix + "%",))
+    rows = stack.sql("SELECT session_id, activity_token FROM activity_registration WHERE session_id LIKE %s",
+                     (prefix + "%",))
     return dict(rows)
 
 
@@ -284,8 +289,8 @@ def pgbench(stack, clients, seconds, script, database="bench"):
     path = os.path.join(stack.work, "b5.sql")
     with open(path, "w") as f:
         f.write(script)
-    out = subprocess.run([f"{stack.bindir}/pgbench", "-n", "-c", str(clients), "-j", "2", "-T", str(seconds), "-f", path,
-                          "-h", "127.0.0.1", "-p", str(stack.pg_port), "-U", "postgres", database],
+    out = subprocess.run([f"{stack.bindir}/pgbench", "-n", "-c", str(clients), "-j", "2", "-T", str(seconds),
+                          "-f", path, "-h", "127.0.0.1", "-p", str(stack.pg_port), "-U", "postgres", database],
                          capture_output=True, text=True).stdout
     for line in out.splitlines():
         if line.startswith("tps ="):

@@ -80,9 +80,9 @@ async def bench_b3_async(stack, clients, out):
     for transport in transports:
         transport.close()
     latencies = [(t - committed) * 1000 for t in received]
-    return {"clients": clients, "connected": connected, "received": len(received), "statement_seconds": committed - started,
-            "latencies_ms": latencies, "relay_rss_connected_mb": rss_connected,
-            "relay_peak_rss_mb": rss_kb(stack.relay.pid, "VmHWM") / 1024}
+    return {"clients": clients, "connected": connected, "received": len(received),
+            "statement_seconds": committed - started, "latencies_ms": latencies,
+            "relay_rss_connected_mb": rss_connected, "relay_peak_rss_mb": rss_kb(stack.relay.pid, "VmHWM") / 1024}
 
 
 def bench_b3(stack, clients, out):

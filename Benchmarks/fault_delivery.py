@@ -30,7 +30,8 @@ def scenario_kill(suite, quick):
     result["pass"] = (nothing_lost(result, drained)
                       and result["duplicate_pushes"] <= kills * BATCH_SIZE)
     result["summary"] = (f"{kills} SIGKILLs during {len(writer.committed)} updates at {rate}/s: "
-                         f"{result['final_states_lost']} final states lost, {result['duplicate_pushes']} duplicate pushes "
+                         f"{result['final_states_lost']} final states lost, "
+                         f"{result['duplicate_pushes']} duplicate pushes "
                          f"({result['duplicates_per_kill']:.1f} per kill; bound {BATCH_SIZE}), "
                          f"{result['order_violations']} order violations")
     return result
@@ -59,11 +60,13 @@ def scenario_pg_restart(suite, quick):
     first_commit_after = min((t for t in writer.committed.values() if t >= back), default=None)
     relay.terminate()
     result.update(writes=len(writer.committed), write_errors=writer.errors, relay_kept_running=same_process,
-                  recovery_s=recovery, first_write_after_restart_s=(first_commit_after - back) if first_commit_after else None,
+                  recovery_s=recovery,
+                  first_write_after_restart_s=(first_commit_after - back) if first_commit_after else None,
                   drained_after_s=drained)
     result["pass"] = nothing_lost(result, drained) and same_process and recovery is not None and recovery <= 10
     result["summary"] = (f"restart at {at} s; the same relay delivered a post-restart write "
-                         f"{recovery if recovery is not None else float('nan'):.2f} s after PostgreSQL was back (bound 10 s); "
+                         f"{recovery if recovery is not None else float('nan'):.2f} s after PostgreSQL was back "
+                         "(bound 10 s); "
                          f"{result['final_states_lost']} final states lost of {result['activities_written']}; "
                          f"{writer.errors} writes refused while it was down")
     return result
@@ -82,7 +85,8 @@ def scenario_terminate(suite, quick):
     terminated = 0
     while writer.is_alive():
         time.sleep(1)
-        rows = suite.query("terminate", "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+        rows = suite.query("terminate", "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) "
+                                        "FROM pg_stat_activity "
                                         "WHERE application_name LIKE 'liverelay%%' AND pid <> pg_backend_pid()")
         terminated += rows[0][0]
     writer.join()
@@ -90,9 +94,11 @@ def scenario_terminate(suite, quick):
     relay.terminate()
     latencies = pickup_latencies([writer], pushes)
     result.update(writes=len(writer.committed), connections_terminated=terminated, drained_after_s=drained,
-                  pickup_ms={p: pct(latencies, p) for p in (50, 90, 99)}, relay_kept_running=relay.process.returncode == 0)
+                  pickup_ms={p: pct(latencies, p) for p in (50, 90, 99)},
+                  relay_kept_running=relay.process.returncode == 0)
     result["pass"] = nothing_lost(result, drained) and pct(latencies, 99) <= 2000
-    result["summary"] = (f"{terminated} relay connections terminated over {seconds} s ({len(writer.committed)} updates): "
+    result["summary"] = (f"{terminated} relay connections terminated over {seconds} s "
+                         f"({len(writer.committed)} updates): "
                          f"pickup p50 {pct(latencies, 50):.0f} ms, p99 {pct(latencies, 99):.0f} ms (bound 2000 ms); "
                          f"{result['final_states_lost']} final states lost")
     return result
@@ -194,6 +200,7 @@ def scenario_two_relays(suite, quick):
     causes = "; ".join(f"{count} {cause}" for cause, count in result["duplicate_causes"].items())
     result["summary"] = (f"{writes} updates: {result['pushes']} pushes, {result['duplicate_pushes']} duplicates"
                          f"{f' ({causes})' if causes else ''}, "
-                         f"{result['order_violations']} order violations, {result['final_states_lost']} final states lost; "
+                         f"{result['order_violations']} order violations, "
+                         f"{result['final_states_lost']} final states lost; "
                          f"sent by relay A/B: {shares[0]:.0f}/{shares[1]:.0f}")
     return result

@@ -99,11 +99,13 @@ def scenario_sigterm(suite, quick):
     farewells = sum(1 for e in connections.of("sse") if OpenConnections.FAREWELL in e["data"] and e["eof"])
     closed = sum(1 for e in connections.of("keep-alive") if e["eof"])
     connections.close()
-    sessions = suite.query("sigterm", "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'liverelay%%'")[0][0]
+    sessions = suite.query(
+        "sigterm", "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'liverelay%%'")[0][0]
     waiting = suite.query("sigterm", "SELECT count(*) FROM delivery_outbox")[0][0]
     # Every row left is free: a new claimer can lock all of them at once.
     with psycopg.connect(suite.url_for("sigterm")) as conn:
-        free = conn.execute("SELECT count(*) FROM (SELECT 1 FROM delivery_outbox FOR UPDATE SKIP LOCKED) t").fetchone()[0]
+        free = conn.execute(
+            "SELECT count(*) FROM (SELECT 1 FROM delivery_outbox FOR UPDATE SKIP LOCKED) t").fetchone()[0]
         conn.rollback()
     suite.set_faults()
     relay = Relay(suite, "sigterm", name="relay-2")
@@ -118,9 +120,9 @@ def scenario_sigterm(suite, quick):
     result["summary"] = (f"{streams} SSE streams ({farewells} ended with a last comment), {keep_alive} idle keep-alive "
                          f"connections ({closed} closed), {vanished} vanished clients; "
                          f"exited {exit_seconds:.2f} s after SIGTERM (code {code}; bound 10 s) "
-                         f"with {waiting} rows still "
-                         f"to send, {free} of them free to claim, {sessions} relay sessions left; the next relay delivered "
-                         f"them: {result['final_states_lost']} final states lost")
+                         f"with {waiting} rows still to send, {free} of them free to claim, {sessions} relay "
+                         f"sessions left; the next relay delivered them: "
+                         f"{result['final_states_lost']} final states lost")
     return result
 
 
@@ -182,8 +184,11 @@ def scenario_idle_transaction(suite, quick):
                   if held <= t < released), default=0), recovered_after_release_s=recovered_at, drained_after_s=drained)
     result["pass"] = (nothing_lost(result, drained) and recovered_at is not None and recovered_at <= 60
                       and phases["last_10s"]["p99_ms"] <= 2000)
-    result["summary"] = (f"{hold} s idle in transaction at {rate} updates/s: pickup p99 before {phases['before']['p99_ms']:.0f} ms, "
-                         f"while held {phases['held']['p99_ms']:.0f} ms (queue ≤ {result['max_queue_while_held']} rows), "
+    result["summary"] = (f"{hold} s idle in transaction at {rate} updates/s: "
+                         f"pickup p99 before {phases['before']['p99_ms']:.0f} ms, "
+                         f"while held {phases['held']['p99_ms']:.0f} ms "
+                         f"(queue ≤ {result['max_queue_while_held']} rows), "
                          f"after release {phases['first_minute_after']['p99_ms']:.0f} ms; queue below one batch "
-                         f"{recovered_at if recovered_at is not None else float('nan'):.1f} s after release (bound 60 s)")
+                         f"{recovered_at if recovered_at is not None else float('nan'):.1f} s after release "
+                         "(bound 60 s)")
     return result

@@ -251,8 +251,10 @@ class Writer(threading.Thread):
             try:
                 if conn is None:
                     conn = psycopg.connect(self.suite.url_for(self.database), autocommit=True, connect_timeout=2)
-                n = conn.execute("UPDATE activity_registration SET content_state = jsonb_build_object('n', nextval('faults_n')) "
-                                 "WHERE session_id = %s RETURNING (content_state->>'n')::int8", (session,)).fetchone()[0]
+                n = conn.execute("UPDATE activity_registration "
+                                 "SET content_state = jsonb_build_object('n', nextval('faults_n')) "
+                                 "WHERE session_id = %s RETURNING (content_state->>'n')::int8",
+                                 (session,)).fetchone()[0]
                 self.committed[n] = time.time()
             except psycopg.Error:
                 self.errors += 1

@@ -47,7 +47,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--binary", default=os.path.join(ROOT, ".build-release/release/liverelay"))
     parser.add_argument("--quick", action="store_true", help="short runs of every scenario (the ./scripts/test subset)")
-    parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios: " + ", ".join(SCENARIOS))
+    parser.add_argument("--only", default=",".join(SCENARIOS),
+                        help="comma-separated scenarios: " + ", ".join(SCENARIOS))
     parser.add_argument("--out", default=os.path.join(ROOT, "Benchmarks", "results"))
     args = parser.parse_args()
     chosen = [name.strip() for name in args.only.split(",") if name.strip()]
@@ -60,7 +61,8 @@ def main():
     work = tempfile.mkdtemp(prefix="liverelay-faults-", dir="/tmp")
     os.chmod(work, 0o755)
     suite = Suite(work, args.binary)
-    results = {"mode": "quick" if args.quick else "full", "machine": {"cpus": os.cpu_count(), "uname": " ".join(os.uname())}}
+    results = {"mode": "quick" if args.quick else "full",
+               "machine": {"cpus": os.cpu_count(), "uname": " ".join(os.uname())}}
     failed = []
     try:
         suite.start_postgres()
