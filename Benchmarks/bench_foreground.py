@@ -12,8 +12,8 @@ import socket
 import time
 import urllib.request
 
-from bench_peer import timed_writes
-from bench_stack import ADMIN_TOKEN, pct, register
+from bench_peer import cpu_per_write, timed_writes
+from bench_stack import ADMIN_TOKEN, cpu_seconds, pct, register
 
 
 def priorities_since(stack, offset):
@@ -107,11 +107,14 @@ def bench_b10(stack, activities=1000, rounds=10, rate=200, seconds=10, pairs=3):
             streams = open_streams(stack.http_port, open_devices) if state == "open" else []
             wait_for_presence(stack, len(streams))
             before = len(stack.log_lines())
+            cpu_before = (cpu_seconds(stack.relay.pid), cpu_seconds(stack.postmaster_pid(), True))
             commits, _ = timed_writes(stack.url, rate, seconds, sessions, segment)
             lines = stack.wait_for_log(before + len(commits), 30)[before:]
+            cpu = cpu_per_write(cpu_before, (cpu_seconds(stack.relay.pid), cpu_seconds(stack.postmaster_pid(), True)),
+                                len(commits))
             measured = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
             latency[state] += measured
-            segments.append((state, pct(measured, 50), pct(measured, 99)))
+            segments.append((state, pct(measured, 50), pct(measured, 99), cpu))
             for stream in streams:
                 stream.close()
     p10_with, p10_without = with_feature.get("10", 0), without.get("10", 0)
@@ -139,5 +142,8 @@ def summarize(results, summary, slim):
                          f"all closed {closed[50]:.3f}/{closed[99]:.3f} ms: {ratio[50]:.2f}×/{ratio[99]:.2f}× "
                          f"(target within 5%: {verdict}; {b10['b1_writes']['open']} and "
                          f"{b10['b1_writes']['closed']} writes; segments p50 "
-                         + ", ".join(f"{state} {p50:.3f}" for state, p50, _ in b10["b1_segments"]) + ")")
+                         + ", ".join(f"{state} {p50:.3f}" for state, p50, *_ in b10["b1_segments"])
+                         + "; CPU per write, relay / PostgreSQL: "
+                         + ", ".join(f"{state} {cpu['relay']:.0f} / {cpu['postgres']:.0f} µs"
+                                     for state, _, _, cpu in b10["b1_segments"]) + ")")
     slim["B10"] = {k: v for k, v in b10.items()}
