@@ -51,16 +51,20 @@ public final class BroadcastHub: Service, Sendable {
     /// How long the hub lets the rings that follow a first one gather before it reads, while it has subscribers
     /// (`gather()`).
     let gatherWindow: Duration
+    /// The longest the hub waits for a ring before it reads anyway.
+    let pollInterval: Duration
     /// The most events one read of the log takes.
     static let readLimit = 2000
 
     public init(connector: DatabaseConnector, listener: WakeupListener, logger: Logger,
-                retention: Duration = .seconds(24 * 3600), gatherWindow: Duration = .milliseconds(2)) {
+                retention: Duration = .seconds(24 * 3600), gatherWindow: Duration = .milliseconds(2),
+                pollInterval: Duration = .seconds(1)) {
         self.connector = connector
         self.listener = listener
         self.logger = logger
         self.retention = retention
         self.gatherWindow = gatherWindow
+        self.pollInterval = pollInterval
         // Rung on every wake-up, but not part of the wake-up gate: it reads what the workers' batches and the gate's
         // re-scans ring it for, and never keeps writers from waking the workers.
         doorbell = listener.register().doorbell
@@ -184,7 +188,7 @@ public final class BroadcastHub: Service, Sendable {
             // a ring that comes while it reads.
             if result.delivered < Self.readLimit {
                 let waited = ContinuousClock.now
-                await doorbell.wait(timeout: .seconds(1))
+                await doorbell.wait(timeout: pollInterval)
                 // With no subscriber (and no one catching up), the wake-ups that come within 100 ms of the last read
                 // are let pass: it reads at most every 100 ms. (Not once a second: a second's events, ~600 in B1, read
                 // at once held up the pushes beside them, and B1's worst writes came at that period.)

@@ -35,9 +35,9 @@ struct BroadcastHubTests {
         try await Harness.with { h in
             let connector = try DatabaseConnector(url: h.databaseURL)
             let listener = WakeupListener(connector: connector, logger: h.logger)
-            // A window long enough that the second ring below is inside it on any machine.
+            // A window long enough that the second ring below is inside it on any machine, and no read but the rings'.
             let hub = BroadcastHub(connector: connector, listener: listener, logger: h.logger,
-                                   gatherWindow: .seconds(1))
+                                   gatherWindow: .seconds(1), pollInterval: .seconds(600))
             let running = Task { try await hub.run() }
             defer { running.cancel() }
             try await hub.waitUntilStarted()
@@ -56,8 +56,9 @@ struct BroadcastHubTests {
             try await Task.sleep(for: .milliseconds(300))
             listener.ringAll()
             try await collector.waitFor("second")
-            // Long enough for a read that the second ring would start (reads at once take milliseconds here).
-            try await Task.sleep(for: .milliseconds(200))
+            // Without the window the first ring's read has delivered by now and the second ring started another; give
+            // that read time to begin (it would begin within milliseconds of the ring).
+            try await Task.sleep(for: .milliseconds(300))
             #expect(hub.readsBegun - before == 1, "one read for both rings")
             #expect(collector.events.withLock { $0.map(\.name) } == ["first", "second"])
         }
