@@ -12,10 +12,10 @@ def bench_b1(stack, rate, seconds):
     sessions = register(stack, "b1-", rate * seconds)
     time.sleep(1)
     before = len(stack.log_lines())
-    cpu_before = (cpu_seconds(stack.relay.pid), cpu_seconds(stack.postmaster_pid(), True))
+    cpu_before = stack.cpu_seconds()
     commits, durations = timed_writes(stack.url, rate, seconds, sessions, "b1-")
     lines = stack.wait_for_log(before + len(commits), 30)[before:]
-    cpu_after = (cpu_seconds(stack.relay.pid), cpu_seconds(stack.postmaster_pid(), True))
+    cpu_after = stack.cpu_seconds()
     latencies = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
     stack.sql("ALTER TABLE activity_registration DISABLE TRIGGER USER")
     try:

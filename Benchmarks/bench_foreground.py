@@ -13,7 +13,7 @@ import time
 import urllib.request
 
 from bench_peer import cpu_per_write, timed_writes
-from bench_stack import ADMIN_TOKEN, cpu_seconds, pct, register
+from bench_stack import ADMIN_TOKEN, pct, register
 
 
 def priorities_since(stack, offset):
@@ -107,11 +107,10 @@ def bench_b10(stack, activities=1000, rounds=10, rate=200, seconds=10, pairs=3):
             streams = open_streams(stack.http_port, open_devices) if state == "open" else []
             wait_for_presence(stack, len(streams))
             before = len(stack.log_lines())
-            cpu_before = (cpu_seconds(stack.relay.pid), cpu_seconds(stack.postmaster_pid(), True))
+            cpu_before = stack.cpu_seconds()
             commits, _ = timed_writes(stack.url, rate, seconds, sessions, segment)
             lines = stack.wait_for_log(before + len(commits), 30)[before:]
-            cpu = cpu_per_write(cpu_before, (cpu_seconds(stack.relay.pid), cpu_seconds(stack.postmaster_pid(), True)),
-                                len(commits))
+            cpu = cpu_per_write(cpu_before, stack.cpu_seconds(), len(commits))
             measured = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
             latency[state] += measured
             segments.append((state, pct(measured, 50), pct(measured, 99), cpu))

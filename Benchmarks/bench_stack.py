@@ -100,6 +100,10 @@ class Stack:
         with open(os.path.join(self.data, "postmaster.pid")) as f:
             return int(f.readline())
 
+    def cpu_seconds(self):
+        """(the relay's, PostgreSQL's with all its backends) CPU seconds so far: two readings make `cpu_per_write`."""
+        return cpu_seconds(self.relay.pid), cpu_seconds(self.postmaster_pid(), True)
+
     def stop_postgres(self):
         try:
             as_postgres([f"{self.bindir}/pg_ctl", "-D", self.data, "-m", "fast", "stop"])
