@@ -95,7 +95,7 @@ public final class DeliveryWorker: Service, Sendable {
         let configuring = "configuring the worker session"
         _ = try await ConnectionScope.run(on: connection, deadline: .seconds(5), what: configuring) {
             // One round trip for the three settings. plan_cache_mode: the statements without plan settings of their
-            // own (the claim and the record have theirs, sql/040_delivery.sql) are planned for the tables as they are
+            // own (the claim and the record have theirs, sql/040 and 042) are planned for the tables as they are
             // now (the outbox swings between empty and 100,000 rows; a generic plan cached while it was empty would
             // scan the backlog). idle_in_transaction_session_timeout: between batches the session sits in a
             // transaction that has only begun (see runBatch), holding no lock, no snapshot and no transaction id, so

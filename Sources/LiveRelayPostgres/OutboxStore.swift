@@ -80,7 +80,7 @@ public struct OutboxStore: Sendable {
 
     /// Writes a batch's outcomes: log rows, removed and rescheduled outbox rows, what was sent
     /// (`liverelay_record_batch`, one round trip), and, when the batch learnt any, dead tokens and tokens of the
-    /// other APNs environment (`liverelay_retire_tokens`, `liverelay_move_tokens`). See sql/040_delivery.sql.
+    /// other APNs environment (`liverelay_retire_tokens`, `liverelay_move_tokens`). See sql/042_outcomes.sql.
     /// Returns how many webhook rows the batch's lifecycle events queued, and how many outbox rows its channel
     /// outcomes queued (a created channel's latest state).
     @discardableResult

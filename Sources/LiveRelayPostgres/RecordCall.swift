@@ -4,7 +4,7 @@ import PostgresNIO
 
 /// The statement that records a batch: `liverelay_record_batch(...)` and, for a batch with channel outcomes,
 /// `liverelay_record_channels(...)` beside it, so that a batch's outcomes take one round trip whatever it held
-/// (sql/040_delivery.sql, sql/050_channels.sql). Arrays run in parallel, one element per row; what a row lacks
+/// (sql/042_outcomes.sql, sql/052_channel_outcomes.sql). Arrays run in parallel, one element per row; what a row lacks
 /// (no activity, no answer, no latency) is NULL.
 struct RecordCall {
     private var text = PostgresQuery.StringInterpolation(literalCapacity: 2048, interpolationCount: 50)

@@ -3,7 +3,7 @@ import LiveRelayPostgres
 import PostgresNIO
 import Testing
 
-/// The webhook queue's claim (sql/035_lifecycle.sql) on its own, as two workers call it side by side.
+/// The webhook queue's claim (sql/037_webhook_queue.sql) on its own, as two workers call it side by side.
 @Suite("Webhook claim SQL")
 struct WebhookClaimSQLTests {
     @Test("a chain is sent only up to a row another worker holds: the rows after it wait, in order")
