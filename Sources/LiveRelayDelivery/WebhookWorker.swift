@@ -10,9 +10,9 @@ import ServiceLifecycle
 /// activity), sends each chain in order, stopping at its first failure, and records each chain's outcomes as soon as
 /// the chain is done.
 ///
-/// A claimed chain is leased by a session-level lock (sql/037_webhook_queue.sql), not by a transaction: claim, record and
-/// unlock are each one short statement, so an endpoint that hangs holds only its own chains and never the events of
-/// another endpoint, and the worker goes on claiming while some chains are still being sent. At least once: a crash
+/// A claimed chain is leased by a session-level lock (sql/037_webhook_queue.sql), not by a transaction: claim, record
+/// and unlock are each one short statement, so an endpoint that hangs holds only its own chains and never the events
+/// of another endpoint, and the worker goes on claiming while some chains are still being sent. At least once: a crash
 /// before a chain is recorded ends the session and its locks, and the rows are sent again with the same
 /// `LiveRelay-Event-Id`.
 public final class WebhookWorker: Service, Sendable {

@@ -3,9 +3,9 @@ import LiveRelayCore
 import Logging
 import PostgresNIO
 
-/// The webhook worker's SQL (sql/037_webhook_queue.sql): claim due events chain by chain, record outcomes, end a chain's
-/// lease. Each call is one statement in a transaction of its own; a claimed chain stays locked by the worker's session
-/// until `unlock` (or until the connection ends).
+/// The webhook worker's SQL (sql/037_webhook_queue.sql): claim due events chain by chain, record outcomes, end a
+/// chain's lease. Each call is one statement in a transaction of its own; a claimed chain stays locked by the worker's
+/// session until `unlock` (or until the connection ends).
 public struct WebhookOutboxStore: Sendable {
     public let logger: Logger
 
