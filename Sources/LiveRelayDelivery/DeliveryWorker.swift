@@ -107,10 +107,11 @@ public final class DeliveryWorker: Service, Sendable {
                 """, logger: self.logger)
             try await connection.query("BEGIN", logger: self.logger)
         }
+        var limit = BatchLimit(batchSize: configuration.batchSize)
         while !isStopping {
             let result: BatchResult
             do {
-                result = try await runBatchWithDeadline(on: connection)
+                result = try await runBatchWithDeadline(on: connection, limit: limit.rows)
             } catch is CancellationError {
                 // The shutdown budget ran out while this batch waited (see RelayServer.gracefulShutdownBudget).
                 logger.warning("""
@@ -119,6 +120,7 @@ public final class DeliveryWorker: Service, Sendable {
                     """)
                 throw CancellationError()
             }
+            limit.wentOn()
             if result.processed > 0 {
                 // This worker looks again at once; the others were rung when its claim came back full (ringing
                 // every worker after every batch cost each one-row write several empty claims). A worker that
@@ -130,21 +132,24 @@ public final class DeliveryWorker: Service, Sendable {
                     // claiming once more for nothing, as almost every one-row write would.
                     listener.reportIdle(gateID)
                     await doorbell.wait(timeout: poll)
+                    limit.waited()
                 }
             } else if result.claimed > 0 {
                 // Everything claimed belongs to activities another relay is sending right now.
                 await doorbell.wait(timeout: min(poll, .milliseconds(20)))
+                limit.waited()
             } else {
                 listener.reportIdle(gateID)
                 await doorbell.wait(timeout: poll)
+                limit.waited()
             }
         }
     }
 
     /// Runs a batch that ends (rolled back) when the connection closes, the deadline passes or we are cancelled.
-    private func runBatchWithDeadline(on connection: PostgresConnection) async throws -> BatchResult {
+    private func runBatchWithDeadline(on connection: PostgresConnection, limit: Int) async throws -> BatchResult {
         try await ConnectionScope.run(on: connection, deadline: batchDeadline, what: "running a delivery batch") {
-            try await self.runBatch(on: connection)
+            try await self.runBatch(on: connection, limit: limit)
         }
     }
 
@@ -157,8 +162,9 @@ public final class DeliveryWorker: Service, Sendable {
     /// `AccessShareLock`s, which would otherwise be held while the worker waits, and an `ALTER TABLE` (a newer relay's
     /// migration) queued behind them would stop every writer. Empty claims are rare on the wake-up path (the gate's
     /// re-scan claims only when something is due); the poll makes one per worker every 500 ms.
-    func runBatch(on connection: PostgresConnection) async throws -> BatchResult {
-        let result = try await batch(on: connection)
+    /// `limit`: the most rows its general claim may take (`BatchLimit`).
+    func runBatch(on connection: PostgresConnection, limit: Int) async throws -> BatchResult {
+        let result = try await batch(on: connection, limit: limit)
         try await connection.query("COMMIT", logger: logger)
         if result.queuedWebhooks > 0 { listener.ringWebhooks() }
         try await connection.query("BEGIN", logger: logger)
@@ -176,7 +182,7 @@ public final class DeliveryWorker: Service, Sendable {
         var more = false
     }
 
-    private func batch(on connection: PostgresConnection) async throws -> BatchResult {
+    private func batch(on connection: PostgresConnection, limit: Int) async throws -> BatchResult {
         let clock = ContinuousClock()
         let started = clock.now
         // The rows a writer's wake-up named, by primary key (cheap, whatever the queue holds); when it names none,
@@ -185,7 +191,7 @@ public final class DeliveryWorker: Service, Sendable {
         var claim = named.isEmpty ? OutboxStore.Claim() : try await store.claim(ids: named, on: connection)
         let byName = !claim.rows.isEmpty
         if !byName {
-            claim = try await store.claim(limit: configuration.batchSize, on: connection)
+            claim = try await store.claim(limit: limit, on: connection)
         }
         let rows = claim.rows
         let claimed = clock.now
@@ -195,7 +201,7 @@ public final class DeliveryWorker: Service, Sendable {
         listener.reportBusy(gateID)
         // More than a batch is waiting: the other workers claim beside this one while it sends (after its batch, they
         // would wait for its sends and record: the first 45 ms of a 1,000-channel update, one worker at work).
-        if rows.count >= configuration.batchSize { listener.ringOtherWorkers(than: gateID) }
+        if rows.count >= limit { listener.ringOtherWorkers(than: gateID) }
         let plan = planner.plan(
             rows: rows, snapshots: claim.snapshots, lockedActivities: claim.lockedActivities,
             channels: claim.channels, lockedChains: claim.lockedChains, widgets: claim.widgets, now: claim.now)
