@@ -19,14 +19,9 @@ struct BroadcastHubTests {
         func finish(stopping: Bool) {}
 
         func waitFor(_ name: String, timeout: Duration = .seconds(10)) async throws {
-            let deadline = ContinuousClock.now + timeout
-            while !events.withLock({ $0.contains { $0.name == name } }) {
-                guard ContinuousClock.now < deadline else {
-                    Issue.record("no \(name) event within \(timeout); got \(events.withLock { $0.map(\.name) })")
-                    return
-                }
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            if try await pollUntil(timeout: timeout, { events.withLock { $0.contains { $0.name == name } } }) { return }
+            Issue.record("no \(name) event within \(timeout); got \(events.withLock { $0.map(\.name) })")
+            throw Harness.TimedOut()
         }
     }
 

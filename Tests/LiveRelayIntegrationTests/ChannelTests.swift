@@ -146,12 +146,7 @@ extension Harness {
     func waitForBroadcasts(timeout: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
                            _ condition: ([APNsSimulator.RecordedBroadcast]) -> Bool) async throws
         -> [APNsSimulator.RecordedBroadcast] {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let broadcasts = simulator.broadcasts()
-            if condition(broadcasts) { return broadcasts }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        if try await pollUntil(timeout: timeout, { condition(simulator.broadcasts()) }) { return simulator.broadcasts() }
         let accepted = simulator.broadcasts().count, responses = simulator.responseCounts()
         Issue.record("timed out waiting for broadcasts; \(accepted) accepted, responses \(responses)",
                      sourceLocation: sourceLocation)

@@ -69,12 +69,7 @@ struct FCMFixture: Sendable {
     @discardableResult
     func waitForMessages(timeout: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
                          _ condition: ([RecordedMessage]) -> Bool) async throws -> [RecordedMessage] {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let messages = simulator.messages()
-            if condition(messages) { return messages }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        if try await pollUntil(timeout: timeout, { condition(simulator.messages()) }) { return simulator.messages() }
         let messages = simulator.messages()
         let responses = simulator.stats().responses
         Issue.record("timed out waiting for FCM messages; \(messages.count) recorded, responses \(responses)",

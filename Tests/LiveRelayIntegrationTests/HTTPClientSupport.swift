@@ -96,11 +96,7 @@ final class SSEClient: @unchecked Sendable {
     /// Waits until `condition` holds for the events received, or throws after `timeout`.
     @discardableResult
     func wait(timeout: Duration = .seconds(15), _ condition: ([Event]) -> Bool) async throws -> [Event] {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition(received) { return received }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        if try await pollUntil(timeout: timeout, { condition(received) }) { return received }
         Issue.record(
             "timed out waiting for events; received \(received.map { "\($0.id ?? -1) \($0.name) \($0.data)" })")
         throw Harness.TimedOut()

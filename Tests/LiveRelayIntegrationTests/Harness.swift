@@ -175,12 +175,7 @@ struct Harness: Sendable {
     @discardableResult
     func waitForPushes(timeout: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
                        _ condition: ([RecordedPush]) -> Bool) async throws -> [RecordedPush] {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            let pushes = simulator.pushes()
-            if condition(pushes) { return pushes }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        if try await pollUntil(timeout: timeout, { condition(simulator.pushes()) }) { return simulator.pushes() }
         let pushes = simulator.pushes()
         Issue.record("timed out waiting for pushes; \(pushes.count) recorded, responses \(simulator.responseCounts())",
                      sourceLocation: sourceLocation)
@@ -191,11 +186,9 @@ struct Harness: Sendable {
     func waitUntil(
         timeout: Duration = .seconds(20), _ query: PostgresQuery, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await rows(query, as: Bool.self).first == true { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        if try await pollUntil(timeout: timeout, every: .milliseconds(20), {
+            try await rows(query, as: Bool.self).first == true
+        }) { return }
         Issue.record("timed out waiting for \(query.sql)", sourceLocation: sourceLocation)
         throw TimedOut()
     }

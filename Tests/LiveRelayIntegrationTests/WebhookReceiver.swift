@@ -108,11 +108,7 @@ final class WebhookReceiver: Sendable {
     }
 
     private func waitUntil(timeout: Duration, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition() { return }
-            try await Task.sleep(for: .milliseconds(25))
-        }
+        if try await pollUntil(timeout: timeout, every: .milliseconds(25), condition) { return }
         struct TimedOut: Error, CustomStringConvertible {
             var seen: [String]
             var mostInFlight: Int
