@@ -48,8 +48,12 @@ public final class BroadcastHub: Service, Sendable {
     private let state = Mutex(State())
     private let doorbell: Doorbell
     let retention: Duration
-    /// How long the hub lets the rings that follow a first one gather before it reads, while it has subscribers
-    /// (`gather()`).
+    /// How long the hub lets the rings that follow a first one gather before it reads, while it has subscribers. One
+    /// write rings the hub up to three times within a millisecond or so (its writer's wake-up, the end of the batch
+    /// that sent its push, the relay going idle), and each read is a round trip on the hub's own connection. Read at
+    /// once, the first ran beside the write's claim and push and slowed that push (B10, 500 apps open against none:
+    /// ~0.05 ms at p50, and ~650 µs more CPU per write between the relay and PostgreSQL). One read per window serves
+    /// them all, after the push has gone.
     let gatherWindow: Duration
     /// The longest the hub waits for a ring before it reads anyway.
     let pollInterval: Duration
@@ -192,11 +196,11 @@ public final class BroadcastHub: Service, Sendable {
                 // With no subscriber (and no one catching up), the wake-ups that come within 100 ms of the last read
                 // are let pass: it reads at most every 100 ms. (Not once a second: a second's events, ~600 in B1, read
                 // at once held up the pushes beside them, and B1's worst writes came at that period.)
-                let until = waited + .milliseconds(100)
-                while isIdle && ContinuousClock.now < until && !Task.isCancelled && !Task.isShuttingDownGracefully {
-                    await doorbell.wait(timeout: until - .now)
+                await letRingsPass(until: waited + .milliseconds(100), while: { isIdle })
+                // With subscribers, the rings that follow the first one gather for one read (`gatherWindow`).
+                if state.withLock({ !$0.subscribers.isEmpty }) {
+                    await letRingsPass(until: .now + gatherWindow)
                 }
-                await gather()
             }
         }
     }
@@ -216,15 +220,9 @@ public final class BroadcastHub: Service, Sendable {
     /// Reads of the log begun so far.
     var readsBegun: Int { state.withLock { $0.readsBegun } }
 
-    /// Once rung with subscribers, reads `gatherWindow` later rather than at once. One write rings the hub up to three
-    /// times within a millisecond or so (its writer's wake-up, the end of the batch that sent its push, the relay going
-    /// idle), and each read is a round trip on the hub's own connection. Read at once, the first ran beside the write's
-    /// claim and push and slowed that push (B10, 500 apps open against none: ~0.05 ms at p50, and ~650 µs more CPU
-    /// per write between the relay and PostgreSQL). One read per window serves them all, after the push has gone.
-    private func gather() async {
-        guard gatherWindow > .zero, state.withLock({ !$0.subscribers.isEmpty }) else { return }
-        let until = ContinuousClock.now + gatherWindow
-        while ContinuousClock.now < until && !Task.isCancelled && !Task.isShuttingDownGracefully {
+    /// Absorbs the rings that come until `until`, for as long as `condition` holds, so that one read serves them.
+    private func letRingsPass(until: ContinuousClock.Instant, while condition: () -> Bool = { true }) async {
+        while condition() && ContinuousClock.now < until && !Task.isCancelled && !Task.isShuttingDownGracefully {
             await doorbell.wait(timeout: until - .now)
         }
     }
