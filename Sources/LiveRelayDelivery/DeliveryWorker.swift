@@ -107,11 +107,13 @@ public final class DeliveryWorker: Service, Sendable {
                 """, logger: self.logger)
             try await connection.query("BEGIN", logger: self.logger)
         }
-        var limit = BatchLimit(batchSize: configuration.batchSize)
+        // A worker starts as one that has waited: its first claim is a first batch (`BatchLimit`).
+        var waited = true
         while !isStopping {
             let result: BatchResult
             do {
-                result = try await runBatchWithDeadline(on: connection, limit: limit.rows)
+                let limit = BatchLimit.rows(batchSize: configuration.batchSize, afterWait: waited)
+                result = try await runBatchWithDeadline(on: connection, limit: limit)
             } catch is CancellationError {
                 // The shutdown budget ran out while this batch waited (see RelayServer.gracefulShutdownBudget).
                 logger.warning("""
@@ -120,7 +122,8 @@ public final class DeliveryWorker: Service, Sendable {
                     """)
                 throw CancellationError()
             }
-            limit.wentOn()
+            // How long it waits for its doorbell before the next batch; nil: it goes on at once.
+            let pause: Duration?
             if result.processed > 0 {
                 // This worker looks again at once; the others were rung when its claim came back full (ringing
                 // every worker after every batch cost each one-row write several empty claims). A worker that
@@ -131,18 +134,19 @@ public final class DeliveryWorker: Service, Sendable {
                     // busy) are found by the re-scan that follows going idle, so it goes idle now rather than
                     // claiming once more for nothing, as almost every one-row write would.
                     listener.reportIdle(gateID)
-                    await doorbell.wait(timeout: poll)
-                    limit.waited()
+                    pause = poll
+                } else {
+                    pause = nil
                 }
             } else if result.claimed > 0 {
                 // Everything claimed belongs to activities another relay is sending right now.
-                await doorbell.wait(timeout: min(poll, .milliseconds(20)))
-                limit.waited()
+                pause = min(poll, .milliseconds(20))
             } else {
                 listener.reportIdle(gateID)
-                await doorbell.wait(timeout: poll)
-                limit.waited()
+                pause = poll
             }
+            if let pause { await doorbell.wait(timeout: pause) }
+            waited = pause != nil
         }
     }
 
