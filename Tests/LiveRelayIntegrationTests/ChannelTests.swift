@@ -146,7 +146,9 @@ extension Harness {
     func waitForBroadcasts(timeout: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
                            _ condition: ([APNsSimulator.RecordedBroadcast]) -> Bool) async throws
         -> [APNsSimulator.RecordedBroadcast] {
-        if try await pollUntil(timeout: timeout, { condition(simulator.broadcasts()) }) { return simulator.broadcasts() }
+        if try await pollUntil(timeout: timeout, { condition(simulator.broadcasts()) }) {
+            return simulator.broadcasts()
+        }
         let accepted = simulator.broadcasts().count, responses = simulator.responseCounts()
         Issue.record("timed out waiting for broadcasts; \(accepted) accepted, responses \(responses)",
                      sourceLocation: sourceLocation)
