@@ -49,7 +49,7 @@ public final class WebhookWorker: Service, Sendable {
     /// How many requests one worker has in flight to one endpoint (two workers: the client's 32 connections).
     static let lanesPerEndpoint = 16
 
-    /// How long a worker that was woken waits for more events before it claims.
+    /// A woken worker claims at most once this long (`ClaimPacing`): the events of a busy moment gather meanwhile.
     static let gathering = Duration.milliseconds(50)
 
     /// How many claimed rows may wait unrecorded before the worker stops claiming.
@@ -104,11 +104,14 @@ public final class WebhookWorker: Service, Sendable {
     private func claimLoop(lanes: WebhookLanes, senders: inout ThrowingTaskGroup<Void, any Error>,
                            recorder: Mailbox<Finished>, on connection: PostgresConnection)
         async throws {
+        let clock = ContinuousClock()
+        var previousClaim: ContinuousClock.Instant?
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             let room = min(batchSize, maximumBusyRows - lanes.busyRows)
             var claimed = 0
             if room > 0 {
                 let busy = lanes.busyChains
+                previousClaim = clock.now
                 let rows = try await ConnectionScope.run(
                     on: connection, deadline: .seconds(10), what: "a webhook claim"
                 ) {
@@ -132,10 +135,9 @@ public final class WebhookWorker: Service, Sendable {
             case let seconds?: min(.milliseconds(Int64(seconds * 1000) + 1), Self.idleBackstop)
             }
             await doorbell.wait(timeout: wait)
-            // Let the events of a busy moment gather into one claim: one claim and one record for many rather than
-            // per delivery batch (at 400 pushes/s that was a webhook transaction every few milliseconds, which cost
-            // the pushes' latency). Receivers get events at most this much later.
-            try? await Task.sleep(for: Self.gathering)
+            let sincePrevious = previousClaim.map { clock.now - $0 }
+            let pause = ClaimPacing.pause(sincePreviousClaim: sincePrevious, window: Self.gathering)
+            if pause > .zero { try? await Task.sleep(for: pause) }
         }
     }
 
