@@ -106,8 +106,11 @@ public final class WebhookWorker: Service, Sendable {
         async throws {
         let clock = ContinuousClock()
         var previousClaim: ContinuousClock.Instant?
+        // As the delivery workers: a first batch after a wait, full batches while there is more (`BatchLimit`).
+        var waited = true
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            let room = min(batchSize, maximumBusyRows - lanes.busyRows)
+            let limit = BatchLimit.rows(batchSize: batchSize, afterWait: waited)
+            let room = min(limit, maximumBusyRows - lanes.busyRows)
             var claimed = 0
             if room > 0 {
                 let busy = lanes.busyChains
@@ -121,7 +124,8 @@ public final class WebhookWorker: Service, Sendable {
                 if !rows.isEmpty { try await start(rows, lanes: lanes, senders: &senders, recorder: recorder) }
             }
             // A full claim: there may be more at once.
-            if claimed >= batchSize { continue }
+            waited = claimed < limit
+            if !waited { continue }
             // Not part of the wake-up gate (the delivery workers are): it is rung when webhook rows were queued (a
             // `webhooks` notification, or this relay's delivery batch) and when a chain it sent is recorded.
             // Otherwise it sleeps until the next retry is due, at most `idleBackstop`; rows due but not claimable
