@@ -1,4 +1,4 @@
-/// How many rows a delivery worker's next general claim may take.
+/// How many rows a worker's next claim may take: a delivery worker's general claim, or a webhook worker's.
 ///
 /// A claim's time grows with its rows (in B9, ~20-30 ms for 500 channel rows), and no push of a batch leaves before its
 /// claim ends. So a worker that has been waiting claims a small first batch: the first pushes of a bulk write leave
