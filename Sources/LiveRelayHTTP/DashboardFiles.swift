@@ -1,24 +1,40 @@
 import Foundation
 
-/// The dashboard's page, script and style sheet, read once at start-up from `dashboard/` in the project folder
-/// (beside `migrations/`, as the Docker image lays it out). Everything the page needs is in these three files: it
-/// loads nothing from elsewhere, so it works offline.
-public struct DashboardFiles: Sendable {
-    public var page: Data?
-    public var script: Data?
-    public var style: Data?
+/// The files the built-in dashboard is made of, each served at its own path.
+public enum DashboardAsset: String, CaseIterable, Sendable {
+    case page = "index.html"
+    case script = "dashboard.js"
+    case style = "dashboard.css"
 
-    public init(page: Data?, script: Data?, style: Data?) {
-        self.page = page
-        self.script = script
-        self.style = style
+    /// The path it is served at: the page at `/`, the others under their file names.
+    var path: String { self == .page ? "/" : rawValue }
+
+    var contentType: String {
+        switch self {
+        case .page: "text/html; charset=utf-8"
+        case .script: "text/javascript; charset=utf-8"
+        case .style: "text/css; charset=utf-8"
+        }
+    }
+}
+
+/// The dashboard's files, read once at start-up from `dashboard/` in the project folder (beside `migrations/`, as the
+/// Docker image lays it out). Everything the page needs is in these files: it loads nothing from elsewhere, so it
+/// works offline.
+public struct DashboardFiles: Sendable {
+    /// The files read; a missing one is answered 404 naming it.
+    public var files: [DashboardAsset: Data]
+
+    public init(files: [DashboardAsset: Data]) {
+        self.files = files
     }
 
-    /// The files in `folder`; each is nil when missing.
+    /// The files in `folder`, those that are there.
     public init(folder: URL?) {
-        func read(_ name: String) -> Data? {
-            folder.flatMap { try? Data(contentsOf: $0.appendingPathComponent(name)) }
+        var files: [DashboardAsset: Data] = [:]
+        for asset in DashboardAsset.allCases {
+            files[asset] = folder.flatMap { try? Data(contentsOf: $0.appendingPathComponent(asset.rawValue)) }
         }
-        self.init(page: read("index.html"), script: read("dashboard.js"), style: read("dashboard.css"))
+        self.init(files: files)
     }
 }

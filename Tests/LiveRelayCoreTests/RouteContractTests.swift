@@ -24,7 +24,8 @@ struct RouteContractTests {
         func refusal(of url: String) async -> String? { nil }
     }
 
-    static func withRouter(_ test: @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+    static func withRouter(dashboard: DashboardFiles = DashboardFiles(files: [:]),
+                           _ test: @Sendable (any TestClientProtocol) async throws -> Void) async throws {
         let logger = Logger(label: "route-tests")
         // A port nothing listens on; the pool is never run.
         let connector = try DatabaseConnector(url: "postgres://nobody@127.0.0.1:9/none?sslmode=disable")
@@ -35,7 +36,7 @@ struct RouteContractTests {
             pool: PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger),
             metrics: RelayMetrics(), credentialsMinted: { [:] }, auth: auth, defaultBundleID: nil,
             openAPIDocument: Data(#"{"openapi":"3.1.0"}"#.utf8),
-            dashboard: DashboardFiles(page: nil, script: nil, style: nil), webhookGuard: AnyURL(), logger: logger)
+            dashboard: dashboard, webhookGuard: AnyURL(), logger: logger)
         try await Application(router: api.makeRouter()).test(.router, test)
     }
 
