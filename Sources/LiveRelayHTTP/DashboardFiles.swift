@@ -4,6 +4,7 @@ import Foundation
 public enum DashboardAsset: String, CaseIterable, Sendable {
     case page = "index.html"
     case script = "dashboard.js"
+    case sections = "dashboard-sections.js"
     case style = "dashboard.css"
 
     /// The path it is served at: the page at `/`, the others under their file names.
@@ -12,7 +13,7 @@ public enum DashboardAsset: String, CaseIterable, Sendable {
     var contentType: String {
         switch self {
         case .page: "text/html; charset=utf-8"
-        case .script: "text/javascript; charset=utf-8"
+        case .script, .sections: "text/javascript; charset=utf-8"
         case .style: "text/css; charset=utf-8"
         }
     }
