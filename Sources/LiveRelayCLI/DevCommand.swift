@@ -8,6 +8,7 @@ import LiveRelayServer
 import LiveRelayStore
 import LiveRelayDevSupport
 import Logging
+import ServiceLifecycle
 
 struct DevCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -51,15 +52,16 @@ struct DevCommand: AsyncParsableCommand {
             && environment["FCM_SERVICE_ACCOUNT"] == nil
         let fcmSimulator = useFCMSimulator ? try DevFCMSimulator(state: state, logger: logger) : nil
 
+        var simulatorServices: [any Service] = []
+        if useSimulator { simulatorServices.append(simApp) } else { simPortSink.finish() }
+        if let fcmSimulator { simulatorServices.append(fcmSimulator.app) }
+        var simulatorConfiguration = ServiceGroupConfiguration(
+            services: simulatorServices, gracefulShutdownSignals: [], logger: logger)
+        simulatorConfiguration.maximumGracefulShutdownDuration = .seconds(2)
+        let simulators = ServiceGroup(configuration: simulatorConfiguration)
+
         try await withThrowingTaskGroup(of: Void.self) { group in
-            if useSimulator {
-                group.addTask { try await simApp.runService(gracefulShutdownSignals: [], logger: logger) }
-            } else {
-                simPortSink.finish()
-            }
-            if let fcmSimulator {
-                group.addTask { try await fcmSimulator.app.runService(gracefulShutdownSignals: [], logger: logger) }
-            }
+            if !simulatorServices.isEmpty { group.addTask { try await simulators.run() } }
             var relayEnvironment = environment
             relayEnvironment["DATABASE_URL"] = databaseURL
             // An admin token for the dashboard and admin routes, made once and kept (unless one is configured).
@@ -107,9 +109,11 @@ struct DevCommand: AsyncParsableCommand {
                                  adminToken: adminToken, tokenFile: tokenFile)
                 }
             }
-            // The relay returns on Ctrl-C (graceful shutdown); then stop the simulator too.
+            // The relay returns on Ctrl-C (graceful shutdown); then the simulators shut down gracefully too, closing
+            // their connections rather than being cancelled (which their servers log as an error).
             try await group.next()
-            group.cancelAll()
+            await simulators.triggerGracefulShutdown()
+            try await group.waitForAll()
         }
     }
 
