@@ -1,5 +1,5 @@
 """Where B1's time goes, read from the wire: a packet capture on the loopback interface taken while B1 runs
-(BENCH_PATH=1, needs tcpdump; the script installs it from Debian when it is missing and it may).
+(BENCH_PATH=1, also for B9; needs tcpdump; the script installs it from Debian when it is missing and it may).
 
 For every wake-up notification PostgreSQL sends the relay, the capture gives four instants: the notification, the
 relay's claim (its next message to PostgreSQL on another connection), PostgreSQL's answer to that claim, and the next

@@ -131,7 +131,13 @@ def main():
         if "B9" in only:
             if stack.relay is None:
                 stack.start_relay()
+            capture = os.path.join(stack.work, "b9.pcap")
+            wire = b1_path.start_capture(capture, [stack.pg_port, stack.h2o_port]) if os.environ.get("BENCH_PATH") \
+                else None
             results["B9"] = bench_b9(stack, args.b1_rate, args.b1_seconds, args.b9_bulk)
+            if wire:
+                b1_path.stop_capture(wire)
+                results["B9"]["path"] = b1_path.segments(capture, stack.pg_port, stack.h2o_port)
         if "B10" in only:
             if stack.relay is None:
                 stack.start_relay()

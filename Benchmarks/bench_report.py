@@ -170,6 +170,9 @@ def summarize(results, ceiling, webhooks):
                                      for name, seconds in b8["cpu_seconds"].items()))
     if "B9" in results:
         summarize_b9(results, summary, slim)
+        if "path" in results["B9"]:
+            summary["B9 path"] = b1_path.summary(results["B9"]["path"])
+            slim["B9"]["path"] = {k: {p: pct(v, p) for p in (50, 90, 99)} for k, v in results["B9"]["path"].items()}
     if "B10" in results:
         summarize_b10(results, summary, slim)
     peer_summary(results, summary, slim)
