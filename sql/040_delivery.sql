@@ -52,6 +52,23 @@ BEGIN
         DROP FUNCTION liverelay_claim_deliveries(integer, bigint[]);
     END IF;
 END $$;
+-- A claimed channel row's channel as the relay reads it, with what its side last sent; NULL when the channel row is
+-- gone (or was not locked: `ch` is then all NULL).
+CREATE OR REPLACE FUNCTION liverelay_channel_claimed(ch broadcast_channel, last_timestamp bigint, last_payload text)
+RETURNS text
+LANGUAGE sql STABLE AS $$
+    SELECT CASE WHEN ch.id IS NOT NULL THEN
+        json_build_object(
+            'id', ch.id, 'name', ch.name, 'bundle_id', ch.bundle_id, 'apns_env', ch.apns_env,
+            'storage_policy', ch.storage_policy, 'status', ch.status, 'apns_channel_id', ch.apns_channel_id,
+            'fcm_topic', ch.fcm_topic, 'content_state', ch.content_state, 'priority', ch.priority,
+            'stale_date', floor(extract(epoch FROM ch.stale_date))::bigint,
+            'dismissal_date', floor(extract(epoch FROM ch.dismissal_date))::bigint,
+            'relevance_score', ch.relevance_score,
+            'last_timestamp', last_timestamp, 'last_payload', last_payload)::text
+    END
+$$;
+
 CREATE OR REPLACE FUNCTION liverelay_claim_deliveries(batch integer, ids bigint[] DEFAULT NULL)
 
 RETURNS TABLE (id bigint, kind text, platform text, activity_id uuid, event_type text, secret_hash text,
@@ -160,6 +177,29 @@ BEGIN
         ORDER BY (c.next_attempt_at, c.id);
         RETURN;
     END IF;
+    IF locked_ids IS NULL AND NOT widgets THEN
+        -- Channels only (no activity locked, no widget row): the statement below without the activity and widget
+        -- joins, which it would set up at every call for nothing (the activity columns read NULL, as they would).
+        RETURN QUERY
+        SELECT c.id, c.kind, c.platform, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token,
+               c.bundle_id, c.apns_env, c.payload::text, c.priority::int4, c.apns_id, c.request_id,
+               extract(epoch FROM c.enqueued_at)::float8, c.attempts,
+               floor(extract(epoch FROM clock_timestamp()))::int8,
+               lc.id IS NOT NULL,
+               NULL::uuid, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text, NULL::bigint, NULL::bigint,
+               NULL::float8, NULL::integer, false, NULL::text, NULL::bigint, NULL::text, NULL::text, false, 0,
+               c.channel_id, liverelay_channel_claimed(ch, cs.last_timestamp, cs.last_payload), false, false,
+               NULL::float8
+        FROM delivery_outbox c
+        LEFT JOIN unnest(locked_chain_ids, locked_chain_platforms) AS lc(id, platform)
+               ON lc.id = c.channel_id AND lc.platform = c.platform
+        LEFT JOIN broadcast_channel ch ON ch.id = lc.id
+        LEFT JOIN LATERAL (SELECT cs.last_timestamp, cs.last_payload FROM channel_delivery_state cs
+                           WHERE cs.channel_id = lc.id AND cs.platform = lc.platform LIMIT 1) cs ON true
+        WHERE c.id = ANY (claimed)
+        ORDER BY (c.next_attempt_at, c.id);
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT c.id, c.kind, c.platform, c.activity_id, c.event_type, c.secret_hash, c.session_id, c.device_token,
            c.bundle_id, c.apns_env, c.payload::text, c.priority::int4, c.apns_id, c.request_id,
@@ -176,16 +216,7 @@ BEGIN
                      WHERE p.at > extract(epoch FROM statement_timestamp()) - 3600), 0),
            c.channel_id,
            -- A locked channel row's channel, with what its side last sent (NULL when the channel row is gone).
-           CASE WHEN ch.id IS NOT NULL THEN
-               json_build_object(
-                   'id', ch.id, 'name', ch.name, 'bundle_id', ch.bundle_id, 'apns_env', ch.apns_env,
-                   'storage_policy', ch.storage_policy, 'status', ch.status, 'apns_channel_id', ch.apns_channel_id,
-                   'fcm_topic', ch.fcm_topic, 'content_state', ch.content_state, 'priority', ch.priority,
-                   'stale_date', floor(extract(epoch FROM ch.stale_date))::bigint,
-                   'dismissal_date', floor(extract(epoch FROM ch.dismissal_date))::bigint,
-                   'relevance_score', ch.relevance_score,
-                   'last_timestamp', cs.last_timestamp, 'last_payload', cs.last_payload)::text
-           END,
+           liverelay_channel_claimed(ch, cs.last_timestamp, cs.last_payload),
            -- Foreground (sql/025_foreground.sql): a stream of its device or session on a live relay, probed by the
            -- device or the session (the live relays were read once, with the claim's first statement).
            a.id IS NOT NULL

@@ -62,10 +62,11 @@ struct OutboxSQLTests {
         }
     }
 
-    @Test("a claim of activities alone returns the same columns as one that also holds a channel's row")
+    @Test("a claim of activities alone, or of channels alone, reads each row as a claim holding both does")
     func claimWithAndWithoutChannels() async throws {
-        // Activities' claims take a statement without the channel and widget joins (sql/040_delivery.sql); a claim
-        // holding a channel or widget row takes the whole one. The activity's row must read the same either way.
+        // Activities' claims take a statement without the channel and widget joins (sql/040_delivery.sql), channels'
+        // one without the activity and widget joins; a claim holding both takes the whole one. Each row must read the
+        // same either way.
         try await Harness.with { h in
             try await h.registerActivity(session: "both")
             try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 1}'")
@@ -87,9 +88,11 @@ struct OutboxSQLTests {
                     return rows
                 }
                 let alone = try await claim(activityRow)
+                let channelAlone = try await claim(channelRow)
                 let beside = try await claim(activityRow + channelRow)
                 #expect(alone.keys.sorted() == ["activity"] && beside.keys.sorted() == ["activity", "channel"])
                 #expect(alone["activity"] == beside["activity"])
+                #expect(channelAlone.keys.sorted() == ["channel"] && channelAlone["channel"] == beside["channel"])
                 let activity = try #require(alone["activity"])
                 #expect(activity.contains("\"locked\": true") && activity.contains("\"status\": \"active\""))
                 let channel = try #require(beside["channel"])
