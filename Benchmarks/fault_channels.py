@@ -1,7 +1,8 @@
 """The channels scenario of the fault suite (issue 22): broadcast channels written while Apple's Channel Management
 API is down and broadcasts are sometimes refused with 503, and the relay is SIGKILLed once. Every channel must be
 created once the API is back, and every channel's last state must reach Apple (0 lost), each channel's states in the
-order they were written (0 order violations)."""
+order they were written (0 order violations); and the same of the FCM topic message each update also sends."""
+import json
 import random
 import threading
 import time
@@ -13,6 +14,7 @@ def scenario_channels(suite, quick):
     channels, rate, seconds = (20, 50, 8) if quick else (100, 200, 30)
     database = "channels"
     suite.create_database(database, 0)
+    fcm_before = suite.fcm_seen
     suite.set_faults(channelManagementRate503=1.0, rate503=0.1, retryAfterSeconds=0)
     relay = Relay(suite, database)
     suite.query(database, "INSERT INTO broadcast_channel (name, bundle_id, content_state) "
@@ -53,17 +55,30 @@ def scenario_channels(suite, quick):
         name = ids.get(broadcast["channelID"])
         if name:
             received[name].append(broadcast["payload"]["aps"]["content-state"].get("n"))
+    # Each update is also an FCM topic message on the channel's topic, sent on a chain of its own.
+    topics = {name: [] for name in written}
+    for message in suite.sim_call("GET", f"/sim/messages?since={fcm_before}", fcm=True)["messages"]:
+        name = message["data"].get("liveRelayChannel")
+        if name in topics:
+            topics[name].append(json.loads(message["data"].get("liveRelayContentState", "{}")).get("n"))
     relay.terminate()
     created = len(ids)
     lost = [name for name, n in written.items() if not received[name] or received[name][-1] != n]
+    lost_topics = [name for name, n in written.items() if not topics[name] or topics[name][-1] != n]
     violations = sum(1 for states in received.values() for a, b in zip(states, states[1:]) if b < a)
+    topic_violations = sum(1 for states in topics.values() for a, b in zip(states, states[1:]) if b < a)
     duplicates = sum(len(states) - len(set(states)) for states in received.values())
     result = {"channels": channels, "created": created, "writes": sum(written.values()), "write_errors": errors[0],
               "final_states_lost": len(lost), "order_violations": violations, "duplicate_broadcasts": duplicates,
-              "broadcasts": sum(len(states) for states in received.values()), "drained_after_s": drained}
-    result["pass"] = drained is not None and created == channels and not lost and violations == 0
+              "broadcasts": sum(len(states) for states in received.values()), "drained_after_s": drained,
+              "topic_messages": sum(len(states) for states in topics.values()),
+              "topic_final_states_lost": len(lost_topics), "topic_order_violations": topic_violations}
+    result["pass"] = (drained is not None and created == channels and not lost and violations == 0
+                      and not lost_topics and topic_violations == 0)
     result["summary"] = (f"{channels} channels, {result['writes']} updates at {rate}/s; channel API down for the "
                          f"first third, 10% broadcasts refused 503, one SIGKILL: {created}/{channels} created, "
                          f"{len(lost)} final states lost, {violations} order violations, "
-                         f"{result['broadcasts']} broadcasts ({duplicates} repeats)")
+                         f"{result['broadcasts']} broadcasts ({duplicates} repeats); FCM topics: "
+                         f"{len(lost_topics)} final states lost, {topic_violations} order violations of "
+                         f"{result['topic_messages']} messages")
     return result
