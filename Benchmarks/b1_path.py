@@ -74,6 +74,21 @@ def segments(path, pg_port, push_port, window=400):
     return found
 
 
+def on_the_wire(stack, name, run):
+    """`run()`'s result; with BENCH_PATH=1, taken under a capture whose split of every wake-up it carries as "path"."""
+    if not os.environ.get("BENCH_PATH"):
+        return run()
+    capture = os.path.join(stack.work, f"{name.lower()}.pcap")
+    wire = start_capture(capture, [stack.pg_port, stack.h2o_port])
+    try:
+        result = run()
+    finally:
+        stop_capture(wire)
+    if wire:
+        result["path"] = segments(capture, stack.pg_port, stack.h2o_port)
+    return result
+
+
 def summary(found):
     lines = []
     for name, values in found.items():

@@ -103,14 +103,8 @@ def main():
             warm_up(stack)
         if "B1" in only or "B5" in only:
             perf = start_perf(stack, args.out, "B1")
-            capture = os.path.join(stack.work, "b1.pcap")
-            wire = b1_path.start_capture(capture, [stack.pg_port, stack.h2o_port]) if os.environ.get("BENCH_PATH") \
-                else None
-            results["B1"] = bench_b1(stack, args.b1_rate, args.b1_seconds)
+            results["B1"] = b1_path.on_the_wire(stack, "B1", lambda: bench_b1(stack, args.b1_rate, args.b1_seconds))
             stop_perf(perf)
-            if wire:
-                b1_path.stop_capture(wire)
-                results["B1"]["path"] = b1_path.segments(capture, stack.pg_port, stack.h2o_port)
         if "B1F" in only:
             results["B1f"] = bench_writer_floor(stack, rate=args.b1_rate)
         if "B2" in only:
@@ -131,13 +125,8 @@ def main():
         if "B9" in only:
             if stack.relay is None:
                 stack.start_relay()
-            capture = os.path.join(stack.work, "b9.pcap")
-            wire = b1_path.start_capture(capture, [stack.pg_port, stack.h2o_port]) if os.environ.get("BENCH_PATH") \
-                else None
-            results["B9"] = bench_b9(stack, args.b1_rate, args.b1_seconds, args.b9_bulk)
-            if wire:
-                b1_path.stop_capture(wire)
-                results["B9"]["path"] = b1_path.segments(capture, stack.pg_port, stack.h2o_port)
+            results["B9"] = b1_path.on_the_wire(
+                stack, "B9", lambda: bench_b9(stack, args.b1_rate, args.b1_seconds, args.b9_bulk))
         if "B10" in only:
             if stack.relay is None:
                 stack.start_relay()

@@ -91,6 +91,14 @@ def peer_summary(results, summary, slim):
                               f"{ours['ratio'] / theirs['ratio']:.2f}×")
 
 
+def wire_lines(name, results, summary, slim):
+    """A scenario's split on the wire (BENCH_PATH=1), when it was taken."""
+    path = results[name].get("path")
+    if path:
+        summary[f"{name} path"] = b1_path.summary(path)
+        slim[name]["path"] = {k: {p: pct(v, p) for p in (50, 90, 99)} for k, v in path.items()}
+
+
 def summarize(results, ceiling, webhooks):
     """One line per scenario (the figures printed at the end of a run), and the results without their raw samples
     (percentiles instead), as results.json keeps them."""
@@ -107,9 +115,7 @@ def summarize(results, ceiling, webhooks):
                          "CPU per write: " + ", ".join(
                              f"{k} {v:.0f} µs" for k, v in results["B1"]["cpu_microseconds_per_write"].items()))
         slim["B1"]["latencies_ms"] = {p: pct(lat, p) for p in (50, 90, 99, 99.9)}
-        if "path" in results["B1"]:
-            summary["B1 path"] = b1_path.summary(results["B1"]["path"])
-            slim["B1"]["path"] = {k: {p: pct(v, p) for p in (50, 90, 99)} for k, v in results["B1"]["path"].items()}
+        wire_lines("B1", results, summary, slim)
         for key in ("write_ms", "write_ms_triggers_disabled"):
             slim["B1"][key] = {p: pct(results["B1"][key], p) for p in (50, 90, 99)}
     if "B1f" in results:
@@ -170,9 +176,7 @@ def summarize(results, ceiling, webhooks):
                                      for name, seconds in b8["cpu_seconds"].items()))
     if "B9" in results:
         summarize_b9(results, summary, slim)
-        if "path" in results["B9"]:
-            summary["B9 path"] = b1_path.summary(results["B9"]["path"])
-            slim["B9"]["path"] = {k: {p: pct(v, p) for p in (50, 90, 99)} for k, v in results["B9"]["path"].items()}
+        wire_lines("B9", results, summary, slim)
     if "B10" in results:
         summarize_b10(results, summary, slim)
     peer_summary(results, summary, slim)

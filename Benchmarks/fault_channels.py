@@ -2,7 +2,6 @@
 API is down and broadcasts are sometimes refused with 503, and the relay is SIGKILLed once. Every channel must be
 created once the API is back, and every channel's last state must reach Apple (0 lost), each channel's states in the
 order they were written (0 order violations); and the same of the FCM topic message each update also sends."""
-import json
 import random
 import threading
 import time
@@ -14,7 +13,6 @@ def scenario_channels(suite, quick):
     channels, rate, seconds = (20, 50, 8) if quick else (100, 200, 30)
     database = "channels"
     suite.create_database(database, 0)
-    fcm_before = suite.fcm_seen
     suite.set_faults(channelManagementRate503=1.0, rate503=0.1, retryAfterSeconds=0)
     relay = Relay(suite, database)
     suite.query(database, "INSERT INTO broadcast_channel (name, bundle_id, content_state) "
@@ -56,11 +54,12 @@ def scenario_channels(suite, quick):
         if name:
             received[name].append(broadcast["payload"]["aps"]["content-state"].get("n"))
     # Each update is also an FCM topic message on the channel's topic, sent on a chain of its own.
+    topic_names = dict(suite.query(database, "SELECT fcm_topic, name FROM broadcast_channel"))
     topics = {name: [] for name in written}
-    for message in suite.sim_call("GET", f"/sim/messages?since={fcm_before}", fcm=True)["messages"]:
-        name = message["data"].get("liveRelayChannel")
+    for _, token, n, _ in suite.new_pushes():
+        name = topic_names.get(token.removeprefix("/topics/"))
         if name in topics:
-            topics[name].append(json.loads(message["data"].get("liveRelayContentState", "{}")).get("n"))
+            topics[name].append(n)
     relay.terminate()
     created = len(ids)
     lost = [name for name, n in written.items() if not received[name] or received[name][-1] != n]

@@ -144,8 +144,9 @@ class Suite(Stack):
         self.sim_call("POST", "/sim/faults", faults, fcm=True)
 
     def new_pushes(self):
-        """Pushes and FCM messages accepted since the last call: (sequence, token, n, received_at). Sequences count
-        per simulator; a token belongs to one of them, so its order is its simulator's."""
+        """Pushes and FCM messages accepted since the last call: (sequence, token, n, received_at), a topic message's
+        token `/topics/<topic>`. Sequences count per simulator; a token belongs to one of them, so its order is its
+        simulator's."""
         pushes = self.sim_call("GET", f"/sim/pushes?since={self.sim_seen}")["pushes"]
         out = []
         for push in pushes:
@@ -156,7 +157,9 @@ class Suite(Stack):
         for message in self.sim_call("GET", f"/sim/messages?since={self.fcm_seen}", fcm=True)["messages"]:
             self.fcm_seen = max(self.fcm_seen, message["sequence"])
             state = json.loads(message["data"].get("liveRelayContentState", "{}"))
-            out.append((message["sequence"], message["token"], state.get("n"), message["receivedAt"]))
+            # A topic message (a broadcast channel's) has no token: it is known by its topic.
+            token = message["token"] or "/topics/" + (message.get("topic") or "")
+            out.append((message["sequence"], token, state.get("n"), message["receivedAt"]))
         return out
 
     def responses(self, fcm=False):

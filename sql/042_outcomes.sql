@@ -1,5 +1,18 @@
 -- What a delivery batch learnt, recorded in its transaction (the claim is in sql/040_delivery.sql).
 
+-- A batch's summary on the admin channel (`deliveries`: how many sent, failed, retrying, coalesced), for pushes and
+-- channels alike (sql/052_channel_outcomes.sql); no row for a batch without outcomes. SETOF, so that the statements
+-- that insert it take it in as a subquery rather than calling it.
+CREATE OR REPLACE FUNCTION liverelay_outcomes_summary(statuses text[]) RETURNS SETOF jsonb
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT jsonb_build_object(
+               'sent', count(*) FILTER (WHERE s = 'sent'), 'failed', count(*) FILTER (WHERE s = 'failed'),
+               'retrying', count(*) FILTER (WHERE s = 'retrying'),
+               'coalesced', count(*) FILTER (WHERE s = 'coalesced'))
+    FROM unnest(statuses) AS s
+    HAVING count(*) > 0
+$$;
+
 -- The common outcomes of one batch, in one statement (one round trip) and the lifecycle events they mean: its
 -- delivery_log rows, finished rows removed from the outbox, retries rescheduled after their delay, and what was sent
 -- remembered per activity (with the priority-10 sends of the last hour, for the update budget). The log arrays run
@@ -56,12 +69,7 @@ BEGIN
     ), announced AS (
         -- One summary per batch on the admin channel, so a dashboard sees outcomes as they are recorded.
         INSERT INTO broadcast_log (channels, event, data)
-        SELECT ARRAY['admin'], 'deliveries', jsonb_build_object(
-                   'sent', count(*) FILTER (WHERE s = 'sent'), 'failed', count(*) FILTER (WHERE s = 'failed'),
-                   'retrying', count(*) FILTER (WHERE s = 'retrying'),
-                   'coalesced', count(*) FILTER (WHERE s = 'coalesced'))
-        FROM unnest(log_status) AS s
-        HAVING count(*) > 0
+        SELECT ARRAY['admin'], 'deliveries', summary FROM liverelay_outcomes_summary(log_status) AS summary
     ), skipped AS (
         -- An update skipped because its app is open: pushed when the app is no longer (sql/025_foreground.sql).
         INSERT INTO activity_foreground_skip (activity_id)

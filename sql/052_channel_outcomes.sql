@@ -24,12 +24,7 @@ DECLARE
 BEGIN
     -- One summary on the admin channel, as for pushes (the dashboard re-reads then).
     INSERT INTO broadcast_log (channels, event, data)
-    SELECT ARRAY['admin'], 'deliveries', jsonb_build_object(
-               'sent', count(*) FILTER (WHERE s = 'sent'), 'failed', count(*) FILTER (WHERE s = 'failed'),
-               'retrying', count(*) FILTER (WHERE s = 'retrying'),
-               'coalesced', count(*) FILTER (WHERE s = 'coalesced'))
-    FROM unnest(log_status) AS s
-    HAVING count(*) > 0;
+    SELECT ARRAY['admin'], 'deliveries', summary FROM liverelay_outcomes_summary(log_status) AS summary;
     INSERT INTO delivery_log (event_type, status, error, outbox_id, push_type, transport, provider_status,
                               provider_reason, apns_status, apns_reason, attempt, latency_ms, request_id, priority,
                               channel, created_at)

@@ -187,8 +187,16 @@ struct ChannelFCMTests {
             _ = try await h.waitForBroadcasts { $0.last?.event == "end" }
             try await h.waitUntil("""
                 SELECT count(*) FILTER (WHERE transport = 'fcm-topic' AND status = 'sent') >= 2
+                   AND count(*) FILTER (WHERE transport = 'apns-broadcast' AND status = 'sent') >= 2
                 FROM delivery_log WHERE channel = 'cup-final'
                 """)
+            // The dashboard's counts (the admin channel's `deliveries` summaries) add up to what the log holds.
+            let counts = try await h.rows("""
+                SELECT unnest(ARRAY[(SELECT coalesce(sum((data->>'sent')::int), 0) FROM broadcast_log
+                                     WHERE event = 'deliveries')::int8,
+                                    (SELECT count(*) FROM delivery_log WHERE status = 'sent')])
+                """, as: Int64.self)
+            #expect(counts.count == 2 && counts[0] == counts[1] && counts[1] >= 4, "summed, logged: \(counts)")
         }
     }
 
