@@ -1,26 +1,31 @@
 import Foundation
 
-/// The dates the API and the tools accept: epoch seconds (a number, or a numeric string) or ISO 8601 (with or without
-/// fractional seconds), between 1970 and 9999. Nil for anything else.
+/// The dates the API and the tools accept: epoch seconds (a number, or a numeric string) or an RFC 3339 date-time
+/// (`2026-11-27T03:41:28Z`, `2026-11-27T04:41:28.038+01:00`), between 1970 and 9999. Nil for anything else.
 public func parseTimestamp(_ value: JSONValue) -> Date? {
     let seconds: Double?
     switch value {
     case .integer(let integer): seconds = Double(integer)
     case .number(let number): seconds = number
-    case .string(let text):
-        if let number = Double(text) {
-            seconds = number
-        } else {
-            let formatter = ISO8601DateFormatter()
-            var date = formatter.date(from: text)
-            if date == nil {
-                formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-                date = formatter.date(from: text)
-            }
-            seconds = date?.timeIntervalSince1970
-        }
+    case .string(let text): seconds = Double(text) ?? InternetDate.parse(text)?.timeIntervalSince1970
     default: seconds = nil
     }
     guard let seconds, seconds.isFinite, (0...253_402_300_799).contains(seconds) else { return nil }
     return Date(timeIntervalSince1970: seconds)
+}
+
+/// RFC 3339 date-times. The fraction of a second is read here, not by Foundation's formatter: ICU misreads a
+/// fraction of ten digits or more and crashes the process (SIGFPE) on one of some fifty, which any client could send.
+enum InternetDate {
+    nonisolated(unsafe) static let shape = try! Regex(
+        #"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})"#,
+        as: (Substring, Substring, Substring?, Substring).self)
+
+    static func parse(_ text: String) -> Date? {
+        guard text.utf8.count <= 64, let match = text.wholeMatch(of: shape) else { return nil }
+        let (_, wholeSeconds, fraction, zone) = match.output
+        guard let date = ISO8601DateFormatter().date(from: String(wholeSeconds + zone)) else { return nil }
+        // Nine digits are a nanosecond, more than a Date holds.
+        return date.addingTimeInterval(fraction.flatMap { Double("0" + $0.prefix(10)) } ?? 0)
+    }
 }

@@ -1,0 +1,37 @@
+import Foundation
+import LiveRelayCore
+import Testing
+
+/// The dates the API takes (staleDate, dismissalDate), read without Foundation's formatter seeing the fraction.
+@Suite("Timestamps")
+struct TimestampTests {
+    @Test("RFC 3339 with any fraction (ICU crashed on ~50 digits and misread 10), offsets, epoch seconds")
+    func parses() {
+        let base = 720_996_791.0  // 1992-11-05T20:53:11Z
+        let cases: [(String, Double)] = [
+            ("1992-11-05T20:53:11Z", base),
+            ("1992-11-05T20:53:11.5Z", base + 0.5),
+            ("1992-11-05T20:53:11.7988993762Z", base + 0.798_899_376),
+            ("1992-11-05T20:53:11.79889937626999804978806703316910231042Z", base + 0.798_899_376),
+            ("1992-11-05T21:53:11.25+01:00", base + 0.25),
+            ("720996791", base),
+        ]
+        for (text, seconds) in cases {
+            let date = parseTimestamp(.string(text))
+            let off = date.map { abs($0.timeIntervalSince1970 - seconds) }
+            #expect(off.map { $0 < 0.000_01 } == true, "\(text): \(String(describing: date))")
+        }
+        #expect(parseTimestamp(.integer(0)) == Date(timeIntervalSince1970: 0))
+    }
+
+    @Test("anything else, and dates outside 1970-9999, are nil")
+    func refuses() {
+        for text in ["", "soon", "1992-11-05", "1992-11-05T20:53Z", "1992-11-05T20:53:11", "1992-11-05 20:53:11Z",
+                     "1992-13-05T20:53:11Z", "1969-12-31T23:59:59Z", "1970-01-01T00:00:00+01:00", "nan", "-1",
+                     "1992-11-05T20:53:11." + String(repeating: "9", count: 60) + "Z"] {
+            #expect(parseTimestamp(.string(text)) == nil, "\(text)")
+        }
+        #expect(parseTimestamp(.bool(true)) == nil)
+        #expect(parseTimestamp(.number(253_402_300_800)) == nil)
+    }
+}
