@@ -173,6 +173,20 @@ struct RouteContractTests {
                     body: ByteBuffer(string: initialize))
                 #expect(reply.status == status, "Accept: \(value)")
             }
+            // Not JSON, or not a JSON-RPC message MCP allows (no `jsonrpc`, a batch, a fractional id, string
+            // params): 400 with JSON-RPC's error object; an unknown method of a well-formed request is a JSON-RPC
+            // answer (200).
+            for (body, status) in [(#"{"method":"","id":"","params":{}}"#, HTTPResponse.Status.badRequest),
+                                   ("{", .badRequest), (#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#, .badRequest),
+                                   (#"{"jsonrpc":"2.0","id":2.5,"method":"ping"}"#, .badRequest),
+                                   (#"{"jsonrpc":"2.0","id":2,"method":"ping","params":"x"}"#, .badRequest),
+                                   (#"{"jsonrpc":"2.0","id":2,"method":"nope"}"#, .ok)] {
+                let reply = try await client.execute(
+                    uri: "/mcp", method: .post, headers: Self.headers(Self.admin + [accept, json]),
+                    body: ByteBuffer(string: body))
+                #expect(reply.status == status, "\(body)")
+                #expect(Self.json(reply)?.objectValue?["error"]?.objectValue?["code"] != nil, "\(body)")
+            }
             let stream = try await client.execute(
                 uri: "/mcp", method: .get, headers: Self.headers(Self.admin + [accept]))
             #expect(stream.status == .methodNotAllowed)
