@@ -22,7 +22,7 @@ struct CreateLiveActivityBody: Decodable {
     init(from decoder: any Decoder) throws {
         let fields = try BodyFields(decoder)
         platform = try fields.optionalChoice("platform", as: Platform.self) ?? .ios
-        let tokenGiven = ["token", "pushToken", "fcmToken"].contains { fields.has($0) }
+        let tokenGiven = PushTokenField.names.contains { fields.has($0) }
         token = tokenGiven ? try PushTokenField.read(fields) : nil
         switch try fields.value("frequentUpdates") {
         case nil: frequentUpdates = false
@@ -64,7 +64,7 @@ struct UpdateLiveActivityBody: Decodable {
         default: throw APIError.badRequest("relevanceScore must be a number")
         }
         update = LiveActivityUpdate(
-            contentState: state, alert: try fields.optionalObject("alert"),
+            contentState: state, alert: try fields.optionalAlert("alert"),
             staleDate: try fields.optionalDate("staleDate"), relevanceScore: relevance, priority: priority)
     }
 }
@@ -89,7 +89,17 @@ struct RotateTokenBody: Decodable {
 
 /// The push token of an activity: `token` or `pushToken` (APNs), or `fcmToken` (FCM, as Sendora names it).
 enum PushTokenField {
+    static let names = ["token", "pushToken", "fcmToken"]
+
     static func read(_ fields: BodyFields) throws -> String {
+        // An empty or null name is a client's mistake, not "left out" (it would hide a differing other name).
+        for name in names where fields.has(name) {
+            switch try fields.value(name) {
+            case .string("")?: throw APIError.badRequest("\(name) must not be empty")
+            case .string?: continue
+            default: throw APIError.badRequest("\(name) must be a string")
+            }
+        }
         guard let fcm = try fields.optionalString("fcmToken", maxLength: 512) else {
             return try fields.string("token", or: "pushToken", maxLength: 512)
         }
@@ -116,8 +126,8 @@ struct DeviceMessageBody: Decodable {
             guard case .string(let message)? = try fields.value("message") else {
                 throw APIError.badRequest("message is required (a string; \"\" clears it)")
             }
-            guard message.utf8.count <= RelayStore.maximumMessageBytes else {
-                throw APIError.badRequest("message is longer than \(RelayStore.maximumMessageBytes) bytes")
+            guard message.unicodeScalars.count <= RelayStore.maximumMessageLength else {
+                throw APIError.badRequest("message is longer than \(RelayStore.maximumMessageLength) characters")
             }
             self.device = device
             self.message = message

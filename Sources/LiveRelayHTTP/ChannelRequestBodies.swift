@@ -41,7 +41,7 @@ struct UpdateChannelBody: Decodable {
         }
         change = ChannelChange(
             contentState: try fields.optionalObject("contentState"),
-            status: try fields.optionalChoice("status", as: ChannelStatus.self),
+            status: try fields.optionalChoice("status", as: ChannelStatus.self, emptyIsMissing: false),
             staleDate: try epoch("staleDate"), dismissalDate: try epoch("dismissalDate"),
             priority: try CreateChannelBody.choice(fields, "priority", among: [5, 10]))
         guard change.contentState != nil || change.status != nil || change.staleDate != nil
@@ -69,11 +69,6 @@ struct StartChannelBody: Decodable {
             return uuid
         }
         attributes = try fields.optionalObject("attributes")
-        alert = try fields.optionalObject("alert")
-        for key in ["title", "body"] {
-            if let value = alert?.objectValue?[key], value.stringValue == nil {
-                throw APIError.badRequest("alert.\(key) must be a string")
-            }
-        }
+        alert = try fields.optionalAlert("alert")
     }
 }

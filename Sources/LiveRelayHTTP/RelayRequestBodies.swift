@@ -28,12 +28,13 @@ struct DeviceRegistrationBody: Decodable {
         if let tokens = try fields.optionalObject("pushToStartTokens")?.objectValue {
             guard tokens.count <= 32 else { throw APIError.badRequest("pushToStartTokens has more than 32 types") }
             for (type, token) in tokens {
-                guard (1...255).contains(type.utf8.count), !type.utf8.contains(0) else {
-                    throw APIError.badRequest("pushToStartTokens: an attributes type must be 1 to 255 bytes")
+                guard (1...255).contains(type.unicodeScalars.count), !type.utf8.contains(0) else {
+                    throw APIError.badRequest("pushToStartTokens: an attributes type must be 1 to 255 characters")
                 }
-                guard case .string(let text) = token, (1...512).contains(text.utf8.count), !text.utf8.contains(0)
-                else {
-                    throw APIError.badRequest("pushToStartTokens.\(type) must be a token string of 1 to 512 bytes")
+                guard case .string(let text) = token, (1...512).contains(text.unicodeScalars.count),
+                      !text.utf8.contains(0) else {
+                    throw APIError.badRequest(
+                        "pushToStartTokens.\(type) must be a token string of 1 to 512 characters")
                 }
                 pushToStartTokens[type] = text
             }

@@ -50,8 +50,9 @@ struct BodyFields {
         case .string(let text)?:
             guard !text.isEmpty else { return nil }
             guard !text.utf8.contains(0) else { throw APIError.badRequest("\(name) must not contain NUL characters") }
-            guard text.utf8.count <= maxLength else {
-                throw APIError.badRequest("\(name) is longer than \(maxLength) bytes")
+            // Characters (Unicode scalars), as JSON Schema's maxLength and PostgreSQL's length() count them.
+            guard text.unicodeScalars.count <= maxLength else {
+                throw APIError.badRequest("\(name) is longer than \(maxLength) characters")
             }
             return text
         default: throw APIError.badRequest("\(name) must be a string")
@@ -107,20 +108,32 @@ struct BodyFields {
         }
     }
 
+    /// An alert (`{title, body}`, strings when given) to show with a push.
+    func optionalAlert(_ name: String) throws -> JSONValue? {
+        let alert = try optionalObject(name)
+        for key in ["title", "subtitle", "body"] {
+            if let value = alert?.objectValue?[key], value.stringValue == nil {
+                throw APIError.badRequest("\(name).\(key) must be a string")
+            }
+        }
+        return alert
+    }
+
     func optionalUUID(_ name: String) throws -> UUID? {
         guard let text = try optionalString(name, maxLength: 64) else { return nil }
         guard let uuid = UUID(uuidString: text) else { throw APIError.badRequest("\(name) must be a UUID") }
         return uuid
     }
 
-    /// One of an enum's raw values.
-    func optionalChoice<Choice: RawRepresentable & CaseIterable>(_ name: String, as type: Choice.Type) throws
-        -> Choice? where Choice.RawValue == String {
+    /// One of an enum's raw values. An empty string is taken as left out (the default), as the OpenCode relay's
+    /// clients expect, unless `emptyIsMissing` is false (a field whose presence means a change).
+    func optionalChoice<Choice: RawRepresentable & CaseIterable>(
+        _ name: String, as type: Choice.Type, emptyIsMissing: Bool = true
+    ) throws -> Choice? where Choice.RawValue == String {
+        let allowed = Choice.allCases.map(\.rawValue).joined(separator: " or ")
+        if !emptyIsMissing, try value(name) == .string("") { throw APIError.badRequest("\(name) must be \(allowed)") }
         guard let text = try optionalString(name, maxLength: 64) else { return nil }
-        guard let choice = Choice(rawValue: text) else {
-            let allowed = Choice.allCases.map(\.rawValue).joined(separator: " or ")
-            throw APIError.badRequest("\(name) must be \(allowed)")
-        }
+        guard let choice = Choice(rawValue: text) else { throw APIError.badRequest("\(name) must be \(allowed)") }
         return choice
     }
 

@@ -152,7 +152,7 @@ extension RelayStore {
         let candidates = activeOnly ? rows.filter { $0.1 == ActivityStatus.active.rawValue } : rows
         guard let first = candidates.first else {
             if activeOnly, let status = rows.first?.1 {
-                throw StoreError.notFound("the \(selector) is \(status), not active")
+                throw StoreError.conflict("the \(selector) is \(status), not active")
             }
             throw StoreError.notFound("no \(selector) (list_live_activities shows them)")
         }

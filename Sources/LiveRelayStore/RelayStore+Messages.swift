@@ -22,8 +22,8 @@ extension RelayStore {
                           'updated_by', m.updated_by)::text
         """
 
-    /// The longest message accepted (the trigger also refuses one that would make a push too large).
-    public static let maximumMessageBytes = 4096
+    /// The longest message accepted, in characters (the trigger also refuses one that would make a push too large).
+    public static let maximumMessageLength = 4096
 
     /// Upserts (`merge`) or inserts the messages in one statement: the triggers push them to every active activity of
     /// each device. A message too large for a push is refused by the database and nothing is written.
@@ -31,8 +31,8 @@ extension RelayStore {
         guard !writes.isEmpty, writes.count <= 1000 else {
             throw StoreError.invalidArgument("write 1 to 1000 messages at a time")
         }
-        for write in writes where write.message.utf8.count > Self.maximumMessageBytes {
-            throw StoreError.invalidArgument("message is longer than \(Self.maximumMessageBytes) bytes")
+        for write in writes where write.message.unicodeScalars.count > Self.maximumMessageLength {
+            throw StoreError.invalidArgument("message is longer than \(Self.maximumMessageLength) characters")
         }
         let devices = writes.map(\.device), messages = writes.map(\.message), authors = writes.map(\.updatedBy)
         if merge {
@@ -53,8 +53,8 @@ extension RelayStore {
     @discardableResult
     public func setMessage(_ message: String, for selector: DeviceSelector, by author: String) async throws
         -> DeviceMessage {
-        guard message.utf8.count <= Self.maximumMessageBytes else {
-            throw StoreError.invalidArgument("message is longer than \(Self.maximumMessageBytes) bytes")
+        guard message.unicodeScalars.count <= Self.maximumMessageLength else {
+            throw StoreError.invalidArgument("message is longer than \(Self.maximumMessageLength) characters")
         }
         let device = try await deviceUUID(selector)
         // One statement writes the row and answers it as stored.

@@ -91,6 +91,10 @@ struct DashboardAPITests {
                 let end = try #require(try await h.waitForPushes { $0.count == 3 }.last)
                 #expect(
                     end.token == newToken && end.event == "end" && end.aps["dismissal-date"] == .integer(2_000_000_100))
+                // An ended activity exists but takes no update: a conflict with its state, not a missing resource.
+                let late = try await api.request(.PATCH, "/v1/live-activities/\(id)", json: #"{"contentState":{"n":9}}"#,
+                                                 headers: RelayHTTP.admin)
+                #expect(late.status == 409 && late.text.contains("is ended, not active"), "\(late.text)")
 
                 // Sendora's and most clients' name for the token, accepted too; two different values are refused.
                 let pushToken = randomToken()
@@ -101,6 +105,12 @@ struct DashboardAPITests {
                 let differing = #"{"token":"\#(randomToken())","pushToken":"\#(randomToken())","contentState":{}}"#
                 let both = try await api.post("/v1/live-activities", differing, headers: RelayHTTP.admin)
                 #expect(both.status == 400 && both.text.contains("token and pushToken differ"), "\(both.text)")
+                for name in ["pushToken", "fcmToken"] {
+                    let empty = #"{"token":"\#(randomToken())","\#(name)":"","contentState":{}}"#
+                    let refused = try await api.post("/v1/live-activities", empty, headers: RelayHTTP.admin)
+                    #expect(refused.status == 400 && refused.text.contains("\(name) must not be empty"),
+                            "\(refused.text)")
+                }
                 let equal = #"{"token":"\#(pushToken)","pushToken":"\#(pushToken)","contentState":{}}"#
                 let same = try await api.post("/v1/live-activities", equal, headers: RelayHTTP.admin)
                 #expect(same.status == 201, "\(same.text)")
@@ -117,9 +127,6 @@ struct DashboardAPITests {
                 #expect(
                     try await api.request(.GET, "/v1/live-activities/\(UUID())", headers: RelayHTTP.admin).status == 404
                 )
-                let bad = try await api.request(
-                    .PATCH, "/v1/live-activities/\(id)", json: #"{"contentState":{"x":1}}"#, headers: RelayHTTP.admin)
-                #expect(bad.status == 404)
                 let notObject = try await api.post(
                     "/v1/live-activities", #"{"token":"ab","contentState":[1]}"#, headers: RelayHTTP.admin)
                 #expect(notObject.status == 400)
