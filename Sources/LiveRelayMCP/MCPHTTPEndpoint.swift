@@ -22,6 +22,7 @@ public struct MCPHTTPEndpoint: Sendable {
 
     /// Answers one HTTP request to `/mcp`. The caller has checked the admin token already, so the SDK's Host/Origin
     /// check (which refuses any non-localhost Host) is left out: a browser on another site cannot send that token.
+    /// A JSON body that is not a JSON-RPC message MCP allows gets 400 with JSON-RPC's error before the SDK sees it.
     public func respond(method: String, headers: [String: String], body: Data?) async -> Reply {
         let contentType = headers.first { $0.key.lowercased() == "content-type" }?.value.lowercased() ?? ""
         if method == "POST", contentType.hasPrefix("application/json"),
@@ -43,19 +44,6 @@ public struct MCPHTTPEndpoint: Sendable {
         let answer = await transport.handleRequest(
             HTTPRequest(method: method, headers: headers, body: body, path: "/mcp"))
         await server.stop()
-        return Reply(status: Self.status(answer.statusCode, body: answer.bodyData), headers: answer.headers,
-                     body: answer.bodyData)
-    }
-
-    /// A body that is not a JSON-RPC message (JSON-RPC's parse error or invalid request, e.g. no `jsonrpc`) is the
-    /// client's mistake: the SDK answers it 200 with the error object, and it goes out as 400 with that object, as
-    /// MCP's HTTP transport allows for input the server cannot accept. Other JSON-RPC errors (an unknown method, bad
-    /// tool arguments) answer a well-formed request and stay 200.
-    static func status(_ status: Int, body: Data?) -> Int {
-        guard status == 200, let body,
-              let message = try? JSONSerialization.jsonObject(with: body) as? [String: Any],
-              let error = message["error"] as? [String: Any], let code = error["code"] as? Int,
-              code == -32700 || code == -32600 else { return status }
-        return 400
+        return Reply(status: answer.statusCode, headers: answer.headers, body: answer.bodyData)
     }
 }
