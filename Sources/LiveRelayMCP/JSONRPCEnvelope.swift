@@ -2,8 +2,8 @@ import Foundation
 import LiveRelayCore
 
 /// The shape of a JSON-RPC message MCP's HTTP transport accepts, checked before the SDK sees the body: one JSON
-/// object with `"jsonrpc": "2.0"`, a string `method`, an `id` that is a string or an integer when given (MCP allows no
-/// other), and `params` that is an object when given. The SDK reads some malformed messages leniently (a
+/// object with `"jsonrpc": "2.0"`, a string `method`, an `id` that is a string or a 64-bit integer when given (MCP
+/// allows no other kind), and `params` that is an object when given. The SDK reads some malformed messages leniently (a
 /// fractional id, string params, a wrong version); a client that sends one has a bug it should hear about.
 enum JSONRPCEnvelope {
     /// JSON-RPC's error for the body (code and message), or nil when the body is a well-formed message.
@@ -22,7 +22,7 @@ enum JSONRPCEnvelope {
         }
         switch members["id"] {
         case nil, .string?, .integer?: break
-        default: return (-32600, "Invalid Request: id must be a string or an integer")
+        default: return (-32600, "Invalid Request: id must be a string or an integer of at most 64 bits")
         }
         switch members["params"] {
         case nil, .object?: break

@@ -179,6 +179,7 @@ struct RouteContractTests {
             for (body, status) in [(#"{"method":"","id":"","params":{}}"#, HTTPResponse.Status.badRequest),
                                    ("{", .badRequest), (#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#, .badRequest),
                                    (#"{"jsonrpc":"2.0","id":2.5,"method":"ping"}"#, .badRequest),
+                                   (#"{"jsonrpc":"2.0","id":19894307457014626402655,"method":"ping"}"#, .badRequest),
                                    (#"{"jsonrpc":"2.0","id":2,"method":"ping","params":"x"}"#, .badRequest),
                                    (#"{"jsonrpc":"2.0","id":2,"method":"nope"}"#, .ok)] {
                 let reply = try await client.execute(
