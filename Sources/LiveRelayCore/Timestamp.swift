@@ -1,24 +1,34 @@
 import Foundation
 
-/// The dates the API and the tools accept: epoch seconds (a number, or a numeric string) or an RFC 3339 date-time
-/// (`2026-11-27T03:41:28Z`, `2026-11-27T04:41:28.038+01:00`), between 1970 and 9999. Nil for anything else.
+/// The dates the API and the tools accept: epoch seconds from 0 to 253402300799 (a number, or a numeric string) or an
+/// RFC 3339 date-time written with a year from 1970 to 9999 (`2026-11-27T03:41:28Z`, `2026-11-27T04:41:28.038+01:00`;
+/// an offset that takes it past either end is held at that end). Nil for anything else.
 public func parseTimestamp(_ value: JSONValue) -> Date? {
     let seconds: Double?
     switch value {
     case .integer(let integer): seconds = Double(integer)
     case .number(let number): seconds = number
-    case .string(let text): seconds = Double(text) ?? InternetDate.parse(text)?.timeIntervalSince1970
+    case .string(let text):
+        if let number = Double(text) {
+            seconds = number
+        } else {
+            seconds = InternetDate.parse(text).map { min(max($0.timeIntervalSince1970, 0), InternetDate.latest) }
+        }
     default: seconds = nil
     }
-    guard let seconds, seconds.isFinite, (0...253_402_300_799).contains(seconds) else { return nil }
+    guard let seconds, seconds.isFinite, (0...InternetDate.latest).contains(seconds) else { return nil }
     return Date(timeIntervalSince1970: seconds)
 }
 
 /// RFC 3339 date-times. The fraction of a second is read here, not by Foundation's formatter: ICU misreads a
 /// fraction of ten digits or more and crashes the process (SIGFPE) on one of some fifty, which any client could send.
 enum InternetDate {
+    /// 9999-12-31T23:59:59Z.
+    static let latest: Double = 253_402_300_799
+
     nonisolated(unsafe) static let shape = try! Regex(
-        #"([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})"#,
+        #"((?:19[7-9][0-9]|[2-9][0-9]{3})-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2})(\.[0-9]+)?"#
+            + #"(Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])"#,
         as: (Substring, Substring, Substring?, Substring).self)
 
     static func parse(_ text: String) -> Date? {

@@ -15,6 +15,8 @@ struct TimestampTests {
             ("1992-11-05T20:53:11.79889937626999804978806703316910231042Z", base + 0.798_899_376),
             ("1992-11-05T21:53:11.25+01:00", base + 0.25),
             ("720996791", base),
+            // Written in 1970 and 9999, past either end by its offset: held at that end.
+            ("1970-01-01T00:00:45+01:00", 0), ("9999-12-31T23:59:59-01:00", 253_402_300_799),
         ]
         for (text, seconds) in cases {
             let date = parseTimestamp(.string(text))
@@ -24,10 +26,10 @@ struct TimestampTests {
         #expect(parseTimestamp(.integer(0)) == Date(timeIntervalSince1970: 0))
     }
 
-    @Test("anything else, and dates outside 1970-9999, are nil")
+    @Test("anything else, dates written outside 1970-9999 and epoch seconds past either end are nil")
     func refuses() {
         for text in ["", "soon", "1992-11-05", "1992-11-05T20:53Z", "1992-11-05T20:53:11", "1992-11-05 20:53:11Z",
-                     "1992-13-05T20:53:11Z", "1969-12-31T23:59:59Z", "1970-01-01T00:00:00+01:00", "nan", "-1",
+                     "1992-13-05T20:53:11Z", "1969-12-31T23:59:59Z", "1992-11-05T20:53:11+88:85", "nan", "-1",
                      "1992-11-05T20:53:11." + String(repeating: "9", count: 60) + "Z"] {
             #expect(parseTimestamp(.string(text)) == nil, "\(text)")
         }
