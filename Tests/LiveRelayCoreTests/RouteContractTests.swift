@@ -189,7 +189,8 @@ struct RouteContractTests {
                 #expect(reply.status == status, "\(body)")
                 let code = Self.json(reply)?.objectValue?["error"]?.objectValue?["code"]
                 // A well-formed request for no method: JSON-RPC's "method not found", so the SDK read it.
-                #expect(status == .ok ? code == .integer(-32601) : code != nil, "\(body): \(String(buffer: reply.body))")
+                #expect(status == .ok ? code == .integer(-32601) : code != nil,
+                        "\(body): \(String(buffer: reply.body))")
             }
             let stream = try await client.execute(
                 uri: "/mcp", method: .get, headers: Self.headers(Self.admin + [accept]))
