@@ -32,18 +32,17 @@ public struct WebhookURLGuard: WebhookURLCheck {
                 + "(percent-encode the rest), and no fragment"
         }
         if allowPrivate { return nil }
-        let name = host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host
         let addresses: [[UInt8]]
         do {
-            addresses = try await Self.resolve(name)
+            addresses = try await Self.resolve(host)
         } catch {
-            return "url's host \(name) does not resolve"
+            return "url's host \(host) does not resolve"
         }
-        guard !addresses.isEmpty else { return "url's host \(name) does not resolve" }
+        guard !addresses.isEmpty else { return "url's host \(host) does not resolve" }
         for address in addresses {
             if let reason = AddressPolicy.refusal(of: address) {
                 return """
-                    url's host \(name) resolves to a \(reason) address; set LIVERELAY_WEBHOOK_ALLOW_PRIVATE=true to \
+                    url's host \(host) resolves to a \(reason) address; set LIVERELAY_WEBHOOK_ALLOW_PRIVATE=true to \
                     allow webhooks to private networks
                     """
             }
