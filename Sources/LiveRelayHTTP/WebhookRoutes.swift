@@ -11,6 +11,7 @@ struct WebhookRoutes: Sendable {
     func register(on admin: RouterGroup<BasicRequestContext>) {
         admin.post("v1/webhooks") { request, _ in
             let body = try await request.decode(as: CreateWebhookBody.self)
+            if let refusal = WebhookURLShape.refusal(of: body.url) { throw APIError.badRequest(refusal) }
             if let refusal = await urlGuard.refusal(of: body.url) { throw APIError.badRequest(refusal) }
             let created = try await store.createWebhook(url: body.url, events: body.events, secret: body.secret)
             return try encodedResponse(.created, created)

@@ -236,6 +236,10 @@ struct WebhookTests {
                 let scheme = try await api.post("/v1/webhooks", #"{"url":"ftp://example.com/x"}"#,
                                                 headers: RelayHTTP.admin)
                 #expect(scheme.status == 400 && scheme.text.contains("http"), "\(scheme.text)")
+                let shape = try await api.post("/v1/webhooks", #"{"url":"https://example.com/x#top"}"#,
+                                               headers: RelayHTTP.admin)
+                #expect(shape.status == 400 && shape.text.contains("no user name, password or fragment"),
+                        "\(shape.text)")
                 let events = try await api.post("/v1/webhooks",
                     #"{"url":"https://example.com/x","events":["live_activity.exploded"]}"#, headers: RelayHTTP.admin)
                 #expect(events.status == 400 && events.text.contains("live_activity.started"), "\(events.text)")
