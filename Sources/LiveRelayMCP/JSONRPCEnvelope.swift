@@ -23,7 +23,7 @@ enum JSONRPCEnvelope {
         switch members["id"] {
         case nil, .string?, .integer?: break
         // JSON Schema's integers include 2282.0; the SDK reads it as the integer it is.
-        case .number(let number)? where number == number.rounded() && abs(number) < 9.2e18: break
+        case .number(let number)? where Int64(exactly: number) != nil: break
         default: return (-32600, "Invalid Request: id must be a string or an integer of at most 64 bits")
         }
         switch members["params"] {

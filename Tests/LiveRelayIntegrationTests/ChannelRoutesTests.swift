@@ -46,6 +46,10 @@ struct ChannelRoutesTests {
                 let stream = try await SSEClient(port: port, query: "channel=channel:route-1", headers: bearer)
                 #expect(stream.status == 200)
 
+                // An empty status is not "no change": it names no status (400).
+                let emptyStatus = try await api.request(.PATCH, "/v1/channels/route-1", json: #"{"status": ""}"#,
+                                                        headers: RelayHTTP.admin)
+                #expect(emptyStatus.status == 400 && emptyStatus.text.contains("status must be"), "\(emptyStatus.text)")
                 let patched = try await api.request(.PATCH, "/v1/channels/route-1",
                                                     json: #"{"contentState": {"score": "1-0"}}"#,
                                                     headers: RelayHTTP.admin)

@@ -91,9 +91,13 @@ struct DashboardAPITests {
                 let end = try #require(try await h.waitForPushes { $0.count == 3 }.last)
                 #expect(
                     end.token == newToken && end.event == "end" && end.aps["dismissal-date"] == .integer(2_000_000_100))
+                let numberBody = try await api.request(.PATCH, "/v1/live-activities/\(id)",
+                    json: #"{"contentState":{"n":9},"alert":{"body":5}}"#, headers: RelayHTTP.admin)
+                #expect(numberBody.status == 400 && numberBody.text.contains("alert.body must be a string"),
+                        "\(numberBody.text)")
                 // An ended activity exists but takes no update: a conflict with its state, not a missing resource.
-                let late = try await api.request(.PATCH, "/v1/live-activities/\(id)", json: #"{"contentState":{"n":9}}"#,
-                                                 headers: RelayHTTP.admin)
+                let late = try await api.request(
+                    .PATCH, "/v1/live-activities/\(id)", json: #"{"contentState":{"n":9}}"#, headers: RelayHTTP.admin)
                 #expect(late.status == 409 && late.text.contains("is ended, not active"), "\(late.text)")
 
                 // Sendora's and most clients' name for the token, accepted too; two different values are refused.

@@ -165,6 +165,17 @@ struct MCPToolTests {
                 #expect(bad.status == 400 && bad["error"] == .string("deviceUUID must be a UUID"))
                 let devices = try await api.request(.GET, "/v1/devices", headers: RelayHTTP.admin)
                 #expect(devices.json?.arrayValue?.first?.objectValue?["device_name"] == .string("Hall"))
+                // Lengths count characters, as the document's maxLength and PostgreSQL do: 255 "é" (510 bytes) is a
+                // name, 256 is one too many.
+                func named(_ name: String) -> String {
+                    #"{"secret":"s","deviceToken":"cc33","bundleId":"b","deviceName":"\#(name)"}"#
+                }
+                let longest = String(repeating: "é", count: 255)
+                #expect(try await api.post("/v1/device/register", named(longest)).status == 200)
+                #expect(try await h.rows("SELECT device_name FROM device_registration WHERE device_token = 'cc33'",
+                                         as: String.self) == [longest])
+                let tooLong = try await api.post("/v1/device/register", named(longest + "é"))
+                #expect(tooLong.status == 400 && tooLong["error"] == .string("deviceName is longer than 255 characters"))
             }
         }
     }
