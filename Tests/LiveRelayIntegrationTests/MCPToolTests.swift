@@ -175,7 +175,8 @@ struct MCPToolTests {
                 #expect(try await h.rows("SELECT device_name FROM device_registration WHERE device_token = 'cc33'",
                                          as: String.self) == [longest])
                 let tooLong = try await api.post("/v1/device/register", named(longest + "é"))
-                #expect(tooLong.status == 400 && tooLong["error"] == .string("deviceName is longer than 255 characters"))
+                #expect(tooLong.status == 400
+                        && tooLong["error"] == .string("deviceName is longer than 255 characters"))
             }
         }
     }
