@@ -22,8 +22,10 @@ enum JSONRPCEnvelope {
         }
         switch members["id"] {
         case nil, .string?, .integer?: break
-        // JSON Schema's integers include 2282.0; the SDK reads it as the integer it is.
-        case .number(let number)? where Int64(exactly: number) != nil: break
+        // JSON Schema's integers include 2282.0; the SDK reads it as the integer it is. Only where a double is exact
+        // (below 2^53): a number out of Int64's range reads as a double that can round into it (-9223372036854775809
+        // became Int64.min), and the SDK, unable to read that id, never answered.
+        case .number(let number)? where abs(number) < 0x1p53 && number == number.rounded(): break
         default: return (-32600, "Invalid Request: id must be a string or an integer of at most 64 bits")
         }
         switch members["params"] {

@@ -180,6 +180,7 @@ struct RouteContractTests {
                                    ("{", .badRequest), (#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#, .badRequest),
                                    (#"{"jsonrpc":"2.0","id":2.5,"method":"ping"}"#, .badRequest),
                                    (#"{"jsonrpc":"2.0","id":19894307457014626402655,"method":"ping"}"#, .badRequest),
+                                   (#"{"jsonrpc":"2.0","id":-9223372036854775809,"method":"ping"}"#, .badRequest),
                                    (#"{"jsonrpc":"2.0","id":2,"method":"ping","params":"x"}"#, .badRequest),
                                    (#"{"jsonrpc":"2.0","id":2,"method":"nope"}"#, .ok),
                                    (#"{"jsonrpc":"2.0","id":2282.0,"method":"nope"}"#, .ok)] {
