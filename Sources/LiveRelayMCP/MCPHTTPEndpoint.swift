@@ -15,9 +15,14 @@ public struct MCPHTTPEndpoint: Sendable {
     }
 
     let tools: RelayTools
+    /// The longest a request waits for the server's answer. The SDK's transport waits without limit for an answer
+    /// matched by the request's id; should none come (an id the transport and the server read differently was one
+    /// way), the transport is closed, which ends the wait. Longer than a tool's own bound (its statements' 30 s).
+    let answerLimit: Duration
 
-    public init(tools: RelayTools) {
+    public init(tools: RelayTools, answerLimit: Duration = .seconds(45)) {
         self.tools = tools
+        self.answerLimit = answerLimit
     }
 
     /// Answers one HTTP request to `/mcp`. The caller has checked the admin token already, so the SDK's Host/Origin
@@ -41,9 +46,20 @@ public struct MCPHTTPEndpoint: Sendable {
             tools.logger.error("MCP server did not start", metadata: ["error": "\(error)"])
             return Reply(status: 500, headers: [:], body: nil)
         }
+        let watchdog = Task { [answerLimit] in
+            do { try await Task.sleep(for: answerLimit) } catch { return false }
+            await transport.disconnect()
+            return true
+        }
         let answer = await transport.handleRequest(
             HTTPRequest(method: method, headers: headers, body: body, path: "/mcp"))
+        watchdog.cancel()
         await server.stop()
+        if await watchdog.value {
+            tools.logger.warning("MCP request got no answer in time", metadata: ["limit": "\(answerLimit)"])
+            return Reply(status: 503, headers: ["Content-Type": "application/json"],
+                         body: JSONRPCEnvelope.errorResponse(code: -32603, message: "no answer within \(answerLimit)"))
+        }
         return Reply(status: answer.statusCode, headers: answer.headers, body: answer.bodyData)
     }
 }

@@ -63,6 +63,48 @@ struct MCPToolTests {
         }
     }
 
+    @Test("POST /mcp answers 503 when the server gives no answer within the limit, rather than never")
+    func answerLimit() async throws {
+        try await Harness.with { h in
+            let device = UUID()
+            try await h.sql("""
+                INSERT INTO device_live_activity_message (device_uuid, message, updated_by)
+                VALUES (\(device), 'before', 'test')
+                """)
+            let connector = try DatabaseConnector(url: h.databaseURL)
+            let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: h.logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await pool.run() }
+                let endpoint = MCPHTTPEndpoint(
+                    tools: RelayTools(store: RelayStore(client: pool, logger: h.logger), logger: h.logger),
+                    answerLimit: .seconds(1))
+                // Another transaction holds the device's message row: the tool's write waits on its lock (up to
+                // the store's 10 s lock_timeout), so the server has no answer when the limit comes.
+                try await h.withConnection { holder in
+                    try await holder.query("BEGIN", logger: h.logger)
+                    try await holder.query(
+                        "SELECT 1 FROM device_live_activity_message WHERE device_uuid = \(device) FOR UPDATE",
+                        logger: h.logger)
+                    let call = #"""
+                        {"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"set_live_activity_message",
+                         "arguments":{"device_uuid":"\#(device)","message":"after"}}}
+                        """#
+                    let started = ContinuousClock.now
+                    let reply = await endpoint.respond(
+                        method: "POST",
+                        headers: ["Accept": "application/json, text/event-stream", "Content-Type": "application/json"],
+                        body: Data(call.utf8))
+                    let took = ContinuousClock.now - started
+                    #expect(reply.status == 503 && took < .seconds(5), "\(reply.status) after \(took)")
+                    let text = reply.body.map { String(decoding: $0, as: UTF8.self) } ?? ""
+                    #expect(text.contains("no answer within"), "\(text)")
+                    try await holder.query("ROLLBACK", logger: h.logger)
+                }
+                group.cancelAll()
+            }
+        }
+    }
+
     @Test("set_live_activity_message by name: the row says mcp and the push carries the note")
     func setByName() async throws {
         try await Harness.with { h in
