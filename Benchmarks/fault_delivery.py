@@ -3,7 +3,8 @@ terminated, the push services failing (APNs, then FCM), and two relays sharing o
 import time
 
 from bench_stack import as_postgres, pct
-from fault_suite import BATCH_SIZE, Relay, Writer, collect, nothing_lost, pickup_latencies
+from fault_checks import collect, nothing_lost, pickup_latencies
+from fault_suite import BATCH_SIZE, Relay, Writer
 
 
 def scenario_kill(suite, quick):

@@ -9,7 +9,8 @@ import urllib.request
 import psycopg
 
 from bench_stack import ADMIN_TOKEN, pct
-from fault_suite import BATCH_SIZE, Relay, Writer, collect, nothing_lost
+from fault_checks import collect, nothing_lost
+from fault_suite import BATCH_SIZE, Relay, Writer
 
 
 class OpenConnections:

@@ -9,7 +9,8 @@ import threading
 import time
 
 from bench_stack import free_port
-from fault_suite import Relay, Writer, collect, nothing_lost
+from fault_checks import collect, nothing_lost
+from fault_suite import Relay, Writer
 
 SECRET = "whsec_faults_0123456789abcdef"
 
