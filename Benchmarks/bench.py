@@ -21,7 +21,8 @@ from bench_delivery import bench_b1, bench_b2, bench_b2m, bench_b5, seed_b2, war
 from bench_foreground import bench_b10
 from bench_peer import Peer, peer_b1, peer_b2, peer_b5
 from bench_report import plots, print_statement_profile, summarize
-from bench_stack import ROOT, Stack, free_port, h2load_ceiling, pct, rss_kb, start_perf, stop_perf
+from bench_stack import ROOT, Stack, free_port, pct, rss_kb
+from bench_tools import h2load_ceiling, start_perf, stop_perf
 from bench_streams import bench_b3
 from bench_webhooks import HookReceiver, bench_b8, register_endpoint
 from bench_writer_floor import bench_writer_floor

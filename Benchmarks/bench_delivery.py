@@ -3,7 +3,8 @@ h2o after a commit, and what the triggers cost the writer."""
 import time
 
 from bench_peer import cpu_per_write, timed_writes
-from bench_stack import BENCH_SECRET_HASH, cpu_seconds, pgbench, register, rss_kb
+from bench_stack import BENCH_SECRET_HASH, cpu_seconds, register, rss_kb
+from bench_tools import pgbench
 
 
 def bench_b1(stack, rate, seconds):

@@ -8,7 +8,8 @@ import time
 
 import psycopg
 
-from bench_stack import BENCH_SECRET_HASH, as_postgres, cpu_seconds, pgbench
+from bench_stack import BENCH_SECRET_HASH, as_postgres, cpu_seconds
+from bench_tools import pgbench
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -3,7 +3,8 @@ import asyncio
 import time
 import uuid
 
-from bench_stack import ADMIN_TOKEN, rss_kb, start_perf, stop_perf
+from bench_stack import ADMIN_TOKEN, rss_kb
+from bench_tools import start_perf, stop_perf
 
 
 class SSEClient(asyncio.Protocol):
