@@ -248,13 +248,8 @@ public final class BroadcastHub: Service, Sendable {
         var rows: [BroadcastEvent] = []
         var xmin: Int64 = 0
         var xmax: Int64 = 0
-        for try await (snapshotXmin, snapshotXmax, seq, channels, event, data) in try await connection.query("""
-            SELECT pg_snapshot_xmin(s.snap)::text::int8, pg_snapshot_xmax(s.snap)::text::int8,
-                   b.seq, b.channels, b.event, b.data::text
-            FROM (SELECT pg_current_snapshot() AS snap) s
-            LEFT JOIN LATERAL (SELECT seq, channels, event, data FROM broadcast_log WHERE seq > \(cursor)
-                               ORDER BY seq LIMIT \(Int64(Self.readLimit))) b ON true
-            """, logger: logger).decode((Int64, Int64, Int64?, [String]?, String?, String?).self) {
+        for try await (snapshotXmin, snapshotXmax, seq, channels, event, data) in try await connection.execute(
+            LogReadStatement(cursor: cursor, limit: Int64(Self.readLimit)), logger: logger) {
             xmin = snapshotXmin
             xmax = snapshotXmax
             if let seq, let channels, let event, let data {
