@@ -126,9 +126,7 @@ struct DeviceMessageBody: Decodable {
             guard case .string(let message)? = try fields.value("message") else {
                 throw APIError.badRequest("message is required (a string; \"\" clears it)")
             }
-            guard message.unicodeScalars.count <= RelayStore.maximumMessageLength else {
-                throw APIError.badRequest("message is longer than \(RelayStore.maximumMessageLength) characters")
-            }
+            if let refusal = RelayStore.messageLengthRefusal(message) { throw APIError.badRequest(refusal) }
             self.device = device
             self.message = message
             updatedBy = try fields.optionalString("updated_by", maxLength: 255)

@@ -25,14 +25,20 @@ extension RelayStore {
     /// The longest message accepted, in characters (the trigger also refuses one that would make a push too large).
     public static let maximumMessageLength = 4096
 
+    /// Why a message is refused before it reaches the database, in a sentence; nil when its length is acceptable.
+    public static func messageLengthRefusal(_ message: String) -> String? {
+        message.unicodeScalars.count <= maximumMessageLength ? nil
+            : "message is longer than \(maximumMessageLength) characters"
+    }
+
     /// Upserts (`merge`) or inserts the messages in one statement: the triggers push them to every active activity of
     /// each device. A message too large for a push is refused by the database and nothing is written.
     public func setMessages(_ writes: [DeviceMessageWrite], merge: Bool = true) async throws {
         guard !writes.isEmpty, writes.count <= 1000 else {
             throw StoreError.invalidArgument("write 1 to 1000 messages at a time")
         }
-        for write in writes where write.message.unicodeScalars.count > Self.maximumMessageLength {
-            throw StoreError.invalidArgument("message is longer than \(Self.maximumMessageLength) characters")
+        for write in writes {
+            if let refusal = Self.messageLengthRefusal(write.message) { throw StoreError.invalidArgument(refusal) }
         }
         let devices = writes.map(\.device), messages = writes.map(\.message), authors = writes.map(\.updatedBy)
         if merge {
@@ -53,9 +59,7 @@ extension RelayStore {
     @discardableResult
     public func setMessage(_ message: String, for selector: DeviceSelector, by author: String) async throws
         -> DeviceMessage {
-        guard message.unicodeScalars.count <= Self.maximumMessageLength else {
-            throw StoreError.invalidArgument("message is longer than \(Self.maximumMessageLength) characters")
-        }
+        if let refusal = Self.messageLengthRefusal(message) { throw StoreError.invalidArgument(refusal) }
         let device = try await deviceUUID(selector)
         // One statement writes the row and answers it as stored.
         guard let stored = try await records("""

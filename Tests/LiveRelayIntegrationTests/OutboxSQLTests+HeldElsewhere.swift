@@ -49,26 +49,26 @@ extension OutboxSQLTests {
                         "SELECT pg_advisory_xact_lock(hashtextextended('widget-1', 7033))", logger: h.logger)
                     try await worker.query("BEGIN", logger: h.logger)
                     var rows: [HeldRow] = []
-                    for try await (kind, name, locked, activityState, channelState) in try await worker.query("""
+                    // What it read of each row's state: the activity's, the channel's, or the widget token's
+                    // registration.
+                    for try await (kind, name, locked, readState) in try await worker.query("""
                         SELECT c.kind, coalesce(c.session_id, ch.name, c.device_token), c.locked,
-                               c.state_id IS NOT NULL, c.channel_state IS NOT NULL
+                               c.state_id IS NOT NULL OR c.channel_state IS NOT NULL OR c.widget_registered
                         FROM liverelay_claim_deliveries(100) c
                         LEFT JOIN broadcast_channel ch ON ch.id = c.channel_id
-                        """, logger: h.logger).decode((String, String, Bool, Bool, Bool).self) {
-                        rows.append(HeldRow(kind: kind, name: name, locked: locked,
-                                            readState: activityState || channelState))
+                        """, logger: h.logger).decode((String, String, Bool, Bool).self) {
+                        rows.append(HeldRow(kind: kind, name: name, locked: locked, readState: readState))
                     }
                     try await worker.query("ROLLBACK", logger: h.logger)
                     try await other.query("ROLLBACK", logger: h.logger)
                     let held: Set = ["s1", "s4", "channel-2", "widget-1"]
-                    let expected = (0..<6).map { "s\($0)" }.map { HeldRow(kind: "activity", name: $0,
-                                                                            locked: !held.contains($0),
-                                                                            readState: !held.contains($0)) }
-                        + (0..<4).map { "channel-\($0)" }.map { HeldRow(kind: "channel", name: $0,
-                                                                        locked: !held.contains($0),
-                                                                        readState: !held.contains($0)) }
-                        + (0..<2).map { "widget-\($0)" }.map { HeldRow(kind: "widget", name: $0,
-                                                                       locked: !held.contains($0), readState: false) }
+                    let names = [("activity", (0..<6).map { "s\($0)" }), ("channel", (0..<4).map { "channel-\($0)" }),
+                                 ("widget", (0..<2).map { "widget-\($0)" })]
+                    // Each row is its claim's (and its state read) exactly when the other worker does not hold it.
+                    let expected = names.flatMap { kind, names in
+                        names.map { HeldRow(kind: kind, name: $0, locked: !held.contains($0),
+                                            readState: !held.contains($0)) }
+                    }
                     let sorted = { (rows: [HeldRow]) in rows.sorted { ($0.kind, $0.name) < ($1.kind, $1.name) } }
                     #expect(sorted(rows) == sorted(expected))
                 }

@@ -135,6 +135,11 @@ struct StreamTests {
                     headers: RelayHTTP.admin + [("Prefer", "resolution=merge-duplicates")])
                 #expect(tooLarge.status == 400)
                 #expect(tooLarge["error"].map { "\($0)" }?.contains("APNs accepts at most 4096") == true)
+                // Past 4,096 characters the relay refuses a message before any database work, saying so.
+                let tooLong = try await api.post("/rest/v1/device_live_activity_message",
+                    huge.replacingOccurrences(of: "xxxxxx", with: "xxxxxxé"), headers: RelayHTTP.admin)
+                #expect(tooLong.status == 400 && tooLong["error"] == .string("message is longer than 4096 characters"),
+                        "\(tooLong.text)")
 
                 let minted = try await api.post("/v1/devices/\(device)/token", "{}", headers: RelayHTTP.admin)
                 guard case .string(let deviceToken)? = minted["token"] else { Issue.record("no token"); return }
