@@ -217,12 +217,9 @@ public final class WakeupListener: Service, Sendable {
             return (state.gate.publish(), believed)
         }
         var written = false
-        for try await _ in try await connection.query("""
-            INSERT INTO relay_wakeup (instance_id, idle, updated_at) VALUES (\(instanceID), \(idle), now())
-            ON CONFLICT (instance_id) DO UPDATE SET idle = excluded.idle, updated_at = excluded.updated_at
-            WHERE NOT excluded.idle OR NOT \(knowingRow) OR relay_wakeup.idle = \(believedIdle)
-            RETURNING true
-            """, logger: logger).decode(Bool.self) { written = true }
+        let write = GateRowStatement(instanceID: instanceID, idle: idle, knowingRow: knowingRow,
+                                     believedIdle: believedIdle)
+        for try await _ in try await connection.execute(write, logger: logger) { written = true }
         guard written else {
             // A writer marked the row busy after the relay last wrote it: its notification wakes a worker.
             state.withLock { $0.gate.markedBusyByWriter() }
@@ -233,10 +230,7 @@ public final class WakeupListener: Service, Sendable {
         // committed left a delivery due. A worker is rung only then: most of the time the batch that just ended sent
         // everything, and a claim to find nothing cost a round trip and ~0.1 ms of PostgreSQL's time per write.
         var open: [String] = [], due = false
-        for try await (xids, anyDue) in try await connection.query("""
-            SELECT ARRAY(SELECT x::text FROM pg_snapshot_xip(pg_current_snapshot()) AS x),
-                   EXISTS (SELECT 1 FROM delivery_outbox WHERE next_attempt_at <= statement_timestamp())
-            """, logger: logger).decode(([String], Bool).self) {
+        for try await (xids, anyDue) in try await connection.execute(IdleSnapshotStatement(), logger: logger) {
             open = xids
             due = anyDue
         }
