@@ -172,8 +172,8 @@ struct SQLWriteDeliveryTests {
         try await Harness.with { h in
             try await h.withRelay {
                 try await h.registerActivity(session: "s-big")
-                // {"aps":{"content-state":{"x":"…"},"event":"update","timestamp":1234567890}} is 74 bytes + the string:
-                // one byte more is refused, exactly 4096 goes through.
+                // {"aps":{"content-state":{"x":"…"},"event":"update","timestamp":1234567890}} is 74 bytes + the
+                // string: one byte more is refused, exactly 4096 goes through.
                 await #expect(throws: PSQLError.self) {
                     try await h.sql("""
                         UPDATE activity_registration SET content_state = jsonb_build_object('x', repeat('a', 4096 - 73))
