@@ -88,15 +88,18 @@ public struct OutboxStore: Sendable {
         -> (webhooks: Int, channelRows: Int) {
         var call = RecordCall()
         call.batch(outcome)
-        if outcome.hasChannelOutcomes { call.channels(outcome) }
         var queuedWebhooks = 0, queuedChannelRows = 0
-        let rows = try await connection.query(call.query, logger: logger)
         if outcome.hasChannelOutcomes {
+            call.channels(outcome)
+            let rows = try await connection.query(call.query, logger: logger)
             for try await (webhooks, channelRows) in rows.decode((Int32, Int32).self) {
                 (queuedWebhooks, queuedChannelRows) = (Int(webhooks), Int(channelRows))
             }
         } else {
-            for try await count in rows.decode(Int32.self) { queuedWebhooks = Int(count) }
+            let statement = RecordBatchStatement(bindings: call.query.binds)
+            for try await count in try await connection.execute(statement, logger: logger) {
+                queuedWebhooks = Int(count)
+            }
         }
         if outcome.learntDeadTokens {
             let dead = outcome.deadActivityTokens
