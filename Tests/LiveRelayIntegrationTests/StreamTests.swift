@@ -129,17 +129,26 @@ struct StreamTests {
                 let duplicate = try await api.post(
                     "/rest/v1/device_live_activity_message", body, headers: RelayHTTP.admin)
                 #expect(duplicate.status == 409 && duplicate["ok"] == .bool(false))
-                let huge = #"{"device_uuid":"\#(device.uuidString.lowercased())","#
-                    + #""message":"\#(String(repeating: "x", count: 4090))"}"#
-                let tooLarge = try await api.post("/rest/v1/device_live_activity_message", huge,
+                let messageBody = { (message: String) in
+                    #"{"device_uuid":"\#(device.uuidString.lowercased())","message":"\#(message)"}"#
+                }
+                let tooLarge = try await api.post(
+                    "/rest/v1/device_live_activity_message", messageBody(String(repeating: "x", count: 4090)),
                     headers: RelayHTTP.admin + [("Prefer", "resolution=merge-duplicates")])
                 #expect(tooLarge.status == 400)
                 #expect(tooLarge["error"].map { "\($0)" }?.contains("APNs accepts at most 4096") == true)
-                // Past 4,096 characters the relay refuses a message before any database work, saying so.
+                // Past 4,096 characters the relay refuses a message before any database work, saying so; characters
+                // are counted, not bytes: 4,096 two-byte ones pass that check and meet the database's push size.
                 let tooLong = try await api.post("/rest/v1/device_live_activity_message",
-                    huge.replacingOccurrences(of: "xxxxxx", with: "xxxxxxé"), headers: RelayHTTP.admin)
+                    messageBody(String(repeating: "x", count: 4097)), headers: RelayHTTP.admin)
                 #expect(tooLong.status == 400 && tooLong["error"] == .string("message is longer than 4096 characters"),
                         "\(tooLong.text)")
+                let longest = try await api.post("/rest/v1/device_live_activity_message",
+                    messageBody(String(repeating: "é", count: 4096)),
+                    headers: RelayHTTP.admin + [("Prefer", "resolution=merge-duplicates")])
+                #expect(longest.status == 400
+                        && longest["error"].map { "\($0)" }?.contains("APNs accepts at most 4096") == true,
+                        "\(longest.status) \(longest.text)")
 
                 let minted = try await api.post("/v1/devices/\(device)/token", "{}", headers: RelayHTTP.admin)
                 guard case .string(let deviceToken)? = minted["token"] else { Issue.record("no token"); return }
