@@ -46,16 +46,20 @@ public struct MCPHTTPEndpoint: Sendable {
             tools.logger.error("MCP server did not start", metadata: ["error": "\(error)"])
             return Reply(status: 500, headers: [:], body: nil)
         }
+        let race = SettleOnce()
         let watchdog = Task { [answerLimit] in
-            do { try await Task.sleep(for: answerLimit) } catch { return false }
+            do { try await Task.sleep(for: answerLimit) } catch { return }
+            // An answer taken as the limit passed is sent: the limit ends only a wait that is still on.
+            guard race.settle() else { return }
             await transport.disconnect()
-            return true
         }
         let answer = await transport.handleRequest(
             HTTPRequest(method: method, headers: headers, body: body, path: "/mcp"))
+        let answeredInTime = race.settle()
         watchdog.cancel()
+        await watchdog.value
         await server.stop()
-        if await watchdog.value {
+        if !answeredInTime {
             tools.logger.warning("MCP request got no answer in time", metadata: ["limit": "\(answerLimit)"])
             return Reply(status: 503, headers: ["Content-Type": "application/json"],
                          body: JSONRPCEnvelope.errorResponse(code: -32603, message: "no answer within \(answerLimit)"))
