@@ -91,8 +91,8 @@ public struct OutboxStore: Sendable {
         var queuedWebhooks = 0, queuedChannelRows = 0
         if outcome.hasChannelOutcomes {
             call.channels(outcome)
-            let rows = try await connection.query(call.query, logger: logger)
-            for try await (webhooks, channelRows) in rows.decode((Int32, Int32).self) {
+            let statement = RecordChannelsStatement(bindings: call.query.binds)
+            for try await (webhooks, channelRows) in try await connection.execute(statement, logger: logger) {
                 (queuedWebhooks, queuedChannelRows) = (Int(webhooks), Int(channelRows))
             }
         } else {
