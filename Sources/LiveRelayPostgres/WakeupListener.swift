@@ -216,24 +216,21 @@ public final class WakeupListener: Service, Sendable {
             let believed = state.gate.rowSaysIdle
             return (state.gate.publish(), believed)
         }
-        var written = false
-        let write = GateRowStatement(instanceID: instanceID, idle: idle, knowingRow: knowingRow,
-                                     believedIdle: believedIdle)
-        for try await _ in try await connection.execute(write, logger: logger) { written = true }
+        // When the row said idle, in one snapshot taken after its commit: the writers still open, and whether what the
+        // others committed left a delivery due. A worker is rung only then: most of the time the batch that just ended
+        // sent everything, and a claim to find nothing cost a round trip and ~0.1 ms of PostgreSQL's time per write.
+        let publish = GatePublishStatement(instanceID: instanceID, idle: idle, knowingRow: knowingRow,
+                                           believedIdle: believedIdle)
+        var written = false, open: [String] = [], due = false
+        for try await row in try await connection.execute(publish, logger: logger) {
+            (written, open, due) = (row.written, row.openTransactions, row.anyDue)
+        }
         guard written else {
             // A writer marked the row busy after the relay last wrote it: its notification wakes a worker.
             state.withLock { $0.gate.markedBusyByWriter() }
             return []
         }
         guard idle else { return [] }
-        // In one snapshot, taken after the row said idle: the writers still open, and whether what the others
-        // committed left a delivery due. A worker is rung only then: most of the time the batch that just ended sent
-        // everything, and a claim to find nothing cost a round trip and ~0.1 ms of PostgreSQL's time per write.
-        var open: [String] = [], due = false
-        for try await (xids, anyDue) in try await connection.execute(IdleSnapshotStatement(), logger: logger) {
-            open = xids
-            due = anyDue
-        }
         ringForWakeUp(due: due)
         return open
     }

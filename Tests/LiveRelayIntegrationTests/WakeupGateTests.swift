@@ -51,6 +51,48 @@ struct WakeupGateTests {
     }
 
     @Test("""
+        the relay's idle write (liverelay_publish_gate) reports the writers still open and a due delivery; it leaves a \
+        row a writer marked busy since
+        """)
+    func publishIdle() async throws {
+        try await Harness.with { h in
+            _ = try await h.registerActivity(session: "s-publish", state: #"{"n": 0}"#)
+            let relay = UUID()
+            try await h.withConnection { listener in
+                func publish(idle: Bool, knowing: Bool, believed: Bool) async throws -> (Bool, [String], Bool) {
+                    try await listener.query("""
+                        CALL liverelay_publish_gate(\(relay), \(idle), \(knowing), \(believed), NULL, NULL, NULL)
+                        """, logger: h.logger).collect().first!.decode((Bool, [String], Bool).self)
+                }
+                try await h.withConnection { writer in
+                    try await writer.query("BEGIN", logger: h.logger)
+                    let xid = try await writer.query("SELECT pg_current_xact_id()::text", logger: h.logger)
+                        .collect().first!.decode(String.self)
+                    // Written idle: the open writer comes back; nothing is due.
+                    let idle = try await publish(idle: true, knowing: false, believed: false)
+                    #expect(idle.0 && idle.1.contains(xid) && !idle.2, "\(idle)")
+                    // Written busy: no look (a busy relay looks until it finds nothing anyway).
+                    let busy = try await publish(idle: false, knowing: true, believed: true)
+                    #expect(busy.0 && busy.1.isEmpty && !busy.2, "\(busy)")
+                    try await writer.query("ROLLBACK", logger: h.logger)
+                }
+                // A writer marks the row busy after the relay believed it idle: the idle write leaves it.
+                try await h.sql("UPDATE relay_wakeup SET idle = false WHERE instance_id = \(relay)")
+                let skipped = try await publish(idle: true, knowing: true, believed: true)
+                #expect(!skipped.0 && skipped.1.isEmpty, "\(skipped)")
+                #expect(try await h.rows("SELECT idle FROM relay_wakeup WHERE instance_id = \(relay)",
+                                         as: Bool.self) == [false])
+                // A write queues a delivery (no relay runs): the next idle write reports it due.
+                try await h.sql("""
+                    UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-publish'
+                    """)
+                let due = try await publish(idle: true, knowing: false, believed: false)
+                #expect(due.0 && due.2, "\(due)")
+            }
+        }
+    }
+
+    @Test("""
         a writer that read 'busy' and committed while the relay sent is delivered when it turns idle, not by the poll
         """)
     func commitWhileBusy() async throws {
