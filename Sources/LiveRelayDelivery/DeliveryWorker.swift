@@ -169,9 +169,9 @@ public final class DeliveryWorker: Service, Sendable {
     /// `limit`: the most rows its general claim may take (`BatchLimit`).
     func runBatch(on connection: PostgresConnection, limit: Int) async throws -> BatchResult {
         let result = try await batch(on: connection, limit: limit)
-        try await connection.query("COMMIT", logger: logger)
+        // Commits and begins the next transaction in one statement (one round trip, where COMMIT and BEGIN took two).
+        try await connection.query("COMMIT AND CHAIN", logger: logger)
         if result.queuedWebhooks > 0 { listener.ringWebhooks() }
-        try await connection.query("BEGIN", logger: logger)
         return result
     }
 
