@@ -27,7 +27,6 @@ struct GatePublishStatement: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (written, open, due) = try row.decode((Bool, [String], Bool).self)
-        return (written, open, due)
+        try row.decode((Bool, [String], Bool).self)
     }
 }

@@ -7,11 +7,7 @@ import PostgresNIO
 struct RecordBatchStatement: PostgresPreparedStatement {
     typealias Row = Int32
     static let name = "liverelay_record_batch_v1"
-    static let sql: String = {
-        var call = RecordCall()
-        call.batch(BatchOutcome())
-        return call.query.sql
-    }()
+    static let sql = RecordCall.text(withChannels: false)
     /// `RecordCall.query`'s bindings for the batch.
     var bindings: PostgresBindings
 

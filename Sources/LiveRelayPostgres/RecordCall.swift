@@ -12,6 +12,16 @@ struct RecordCall {
 
     var query: PostgresQuery { PostgresQuery(stringInterpolation: text) }
 
+    /// The call's text for a batch without channel outcomes, or with them: one text per shape, whatever the batch
+    /// holds (every argument is an array), which is what lets `RecordBatchStatement` and `RecordChannelsStatement` be
+    /// prepared.
+    static func text(withChannels: Bool) -> String {
+        var call = RecordCall()
+        call.batch(BatchOutcome())
+        if withChannels { call.channels(BatchOutcome()) }
+        return call.query.sql
+    }
+
     /// The activity side: log rows, finished and rescheduled rows, what was sent.
     mutating func batch(_ outcome: BatchOutcome) {
         let logs = outcome.logs.filter { $0.channel == nil }

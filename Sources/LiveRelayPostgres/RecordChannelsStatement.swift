@@ -7,12 +7,7 @@ struct RecordChannelsStatement: PostgresPreparedStatement {
     /// Webhook rows queued, channel rows queued.
     typealias Row = (Int32, Int32)
     static let name = "liverelay_record_channels_v1"
-    static let sql: String = {
-        var call = RecordCall()
-        call.batch(BatchOutcome())
-        call.channels(BatchOutcome())
-        return call.query.sql
-    }()
+    static let sql = RecordCall.text(withChannels: true)
     /// `RecordCall.query`'s bindings for the batch and its channels.
     var bindings: PostgresBindings
 

@@ -221,18 +221,16 @@ public final class WakeupListener: Service, Sendable {
         // sent everything, and a claim to find nothing cost a round trip and ~0.1 ms of PostgreSQL's time per write.
         let publish = GatePublishStatement(instanceID: instanceID, idle: idle, knowingRow: knowingRow,
                                            believedIdle: believedIdle)
-        var written = false, open: [String] = [], due = false
-        for try await row in try await connection.execute(publish, logger: logger) {
-            (written, open, due) = (row.written, row.openTransactions, row.anyDue)
-        }
-        guard written else {
+        var result: GatePublishStatement.Row = (written: false, openTransactions: [], anyDue: false)
+        for try await row in try await connection.execute(publish, logger: logger) { result = row }
+        guard result.written else {
             // A writer marked the row busy after the relay last wrote it: its notification wakes a worker.
             state.withLock { $0.gate.markedBusyByWriter() }
             return []
         }
         guard idle else { return [] }
-        ringForWakeUp(due: due)
-        return open
+        ringForWakeUp(due: result.anyDue)
+        return result.openTransactions
     }
 
     /// Of `open`, the transactions still in progress; the consumers look again if some have ended meanwhile and the

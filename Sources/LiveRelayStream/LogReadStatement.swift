@@ -25,8 +25,6 @@ struct LogReadStatement: PostgresPreparedStatement {
     }
 
     func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (xmin, xmax, sequence, channels, event, data) = try row.decode(
-            (Int64, Int64, Int64?, [String]?, String?, String?).self)
-        return (xmin, xmax, sequence, channels, event, data)
+        try row.decode((Int64, Int64, Int64?, [String]?, String?, String?).self)
     }
 }
