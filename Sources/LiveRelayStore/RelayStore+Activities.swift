@@ -96,7 +96,7 @@ extension RelayStore {
         }
         let id = try await activityID(selector, activeOnly: true)
         let state = update.contentState.compactText, alert = update.alert?.compactText ?? ""
-        return try await writeOne(selector) { connection in
+        return try await writeOne(selector, id: id) { connection in
             try await connection.query("SELECT set_config('liverelay.alert', \(alert), true)", logger: logger)
             return """
                 UPDATE activity_registration SET content_state = \(state)::jsonb,
@@ -111,7 +111,7 @@ extension RelayStore {
     /// Ends an active activity: an `end` push, with the dismissal date when given.
     public func endActivity(_ selector: ActivitySelector, dismissalDate: Date? = nil) async throws -> LiveActivity {
         let id = try await activityID(selector, activeOnly: true)
-        return try await writeOne(selector) { _ in
+        return try await writeOne(selector, id: id) { _ in
             """
             UPDATE activity_registration
             SET status = 'ended', dismissal_date = coalesce(\(dismissalDate), dismissal_date)
@@ -122,7 +122,7 @@ extension RelayStore {
 
     /// ActivityKit rotated the activity's push token: the next push goes to the new one (an invalidated row revives).
     public func rotateToken(_ id: UUID, to token: String) async throws -> LiveActivity {
-        try await writeOne(.id(id), activeOnly: false) { _ in
+        try await writeOne(.id(id), id: id) { _ in
             """
             UPDATE activity_registration SET activity_token = \(token),
                 status = CASE WHEN status = 'invalidated' THEN 'active' ELSE status END
@@ -163,17 +163,27 @@ extension RelayStore {
         return first.0
     }
 
-    /// Runs the statement `prepare` returns (it may set transaction settings first) and answers the row it wrote.
+    /// Runs the statement `prepare` returns for row `id` (it may set transaction settings first) and answers the row
+    /// it wrote. When it wrote none, the row was ended, invalidated or deleted since `activityID` read it (a relay
+    /// invalidates a token while the request runs): that is said as `activityID` says it, a conflict with the row's
+    /// state or a missing row.
     private func writeOne(
-        _ selector: ActivitySelector, activeOnly: Bool = true,
+        _ selector: ActivitySelector, id: UUID,
         _ prepare: @escaping @Sendable (PostgresConnection) async throws -> PostgresQuery
     ) async throws -> LiveActivity {
         let text = try await withTransaction { [logger] connection in
             var query = try await prepare(connection)
             query.sql = "WITH a AS (\(query.sql)) SELECT \(Self.activityJSON) FROM a"
-            return try await Self.values(query, as: String.self, on: connection, logger: logger).first
+            if let written = try await Self.values(query, as: String.self, on: connection, logger: logger).first {
+                return written
+            }
+            let status = try await Self.values(
+                "SELECT status FROM activity_registration WHERE id = \(id)", as: String.self, on: connection,
+                logger: logger
+            ).first
+            guard let status else { throw StoreError.notFound("no \(selector) (list_live_activities shows them)") }
+            throw StoreError.conflict("the \(selector) is \(status), not active")
         }
-        guard let text else { throw StoreError.notFound("no \(activeOnly ? "active " : "")\(selector)") }
         return try Self.decode(LiveActivity.self, from: text)
     }
 }

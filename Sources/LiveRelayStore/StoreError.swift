@@ -9,7 +9,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidArgument(String)
     /// The database refused the write (a trigger's check, a constraint, a value it cannot read): its own message.
     case refused(String)
-    /// The write would duplicate a row that must be unique.
+    /// The write conflicts with what it names: a row that must be unique exists, or the activity is not active.
     case conflict(String)
     /// The database did not answer in time.
     case unavailable(String)
