@@ -74,7 +74,7 @@ struct AdminRoutes: Sendable {
     /// `?session_id=&status=&transport=&limit=`
     static func deliveryFilter(_ parameters: Parameters) throws -> DeliveryFilter {
         var filter = DeliveryFilter()
-        filter.sessionID = parameters.get("session_id").flatMap { $0.isEmpty ? nil : $0 }
+        filter.sessionID = try parameters.text("session_id").flatMap { $0.isEmpty ? nil : $0 }
         if let text = parameters.get("status") {
             guard let status = DeliveryStatus(rawValue: text) else {
                 throw APIError.badRequest("status must be sent, failed, coalesced, retrying or skipped")
@@ -83,7 +83,8 @@ struct AdminRoutes: Sendable {
         }
         if let text = parameters.get("transport") {
             guard let transport = LoggedTransport(rawValue: text) else {
-                throw APIError.badRequest("transport must be apns, fcm or webhook")
+                let allowed = LoggedTransport.allCases.map(\.rawValue).joined(separator: ", ")
+                throw APIError.badRequest("transport must be one of \(allowed)")
             }
             filter.transport = transport
         }

@@ -79,7 +79,7 @@ struct LiveActivityRoutes: Sendable {
         }
         return LiveActivityFilter(
             status: try choice("status", ActivityStatus.self), platform: try choice("platform", Platform.self),
-            externalID: parameters.get("externalId"), userID: parameters.get("userId"), deviceUUID: device,
+            externalID: try parameters.text("externalId"), userID: try parameters.text("userId"), deviceUUID: device,
             limit: try integer("limit", default: 100, range: 1...1000),
             offset: try integer("offset", default: 0, range: 0...Int(Int32.max)))
     }

@@ -6,7 +6,7 @@ import Testing
 /// What dashboards and backends use: REST views, the generic Live Activity API, /metrics and /ready.
 @Suite("Dashboard and admin API")
 struct DashboardAPITests {
-    @Test("views: filters and order are checked against the view's columns and bound; admin only")
+    @Test("views and list filters: checked against the columns, bound, refused by name when they hold U+0000")
     func views() async throws {
         try await Harness.with { h in
             try await h.withRelayPort { port in
@@ -44,6 +44,18 @@ struct DashboardAPITests {
                         .GET, "/v1/views/activities?created_at=gt.yesterday-ish", headers: RelayHTTP.admin
                     ).status == 400)
                 #expect(try await api.request(.GET, "/v1/views/pg_shadow", headers: RelayHTTP.admin).status == 404)
+                // A text filter holding U+0000 is refused by its name (PostgreSQL's own refusal names no parameter).
+                let withNUL = [("/v1/views/activities?session_id=eq.a%00", "session_id"),
+                               ("/v1/deliveries?session_id=a%00b", "session_id"),
+                               ("/v1/live-activities?externalId=%00", "externalId"),
+                               ("/v1/live-activities?userId=a%00", "userId")]
+                for (path, name) in withNUL {
+                    let refused = try await api.request(.GET, path, headers: RelayHTTP.admin)
+                    #expect(refused.status == 400 && refused.text.contains("\(name) must not contain NUL"),
+                            "\(path): \(refused.text)")
+                }
+                let transport = try await api.request(.GET, "/v1/deliveries?transport=pigeon", headers: RelayHTTP.admin)
+                #expect(transport.status == 400 && transport.text.contains("fcm-topic"), "\(transport.text)")
                 #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_log", as: Int64.self) == [1])
             }
         }
