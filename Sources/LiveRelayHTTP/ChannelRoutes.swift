@@ -61,8 +61,14 @@ struct ChannelRoutes: Sendable {
         }
     }
 
+    /// The channel named in the path, percent-decoded: a name may hold `%` (APNs allows it), which a client sends
+    /// as `%25`. A `%` that starts no escape is taken as written.
     static func name(_ context: BasicRequestContext) throws -> String {
-        guard let name = context.parameters.get("name"), (1...64).contains(name.count) else {
+        guard let raw = context.parameters.get("name") else {
+            throw APIError.badRequest("the channel name must be 1 to 64 characters")
+        }
+        let name = raw.removingPercentEncoding ?? raw
+        guard (1...64).contains(name.count) else {
             throw APIError.badRequest("the channel name must be 1 to 64 characters")
         }
         return name

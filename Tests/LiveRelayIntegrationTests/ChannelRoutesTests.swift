@@ -98,4 +98,23 @@ struct ChannelRoutesTests {
             }
         }
     }
+
+    @Test("a channel whose name holds % is reached by its percent-encoded path")
+    func percentInName() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let created = try await api.post("/v1/channels", #"{"name": "50%off"}"#, headers: RelayHTTP.admin)
+                #expect(created.status == 201, "\(created.text)")
+                // A client sends the name's % as %25.
+                let read = try await api.request(.GET, "/v1/channels/50%25off", headers: RelayHTTP.admin)
+                #expect(read.status == 200 && read["name"] == .string("50%off"), "\(read.text)")
+                let patched = try await api.request(
+                    .PATCH, "/v1/channels/50%25off", json: #"{"contentState": {"n": 1}}"#, headers: RelayHTTP.admin)
+                #expect(patched.status == 200, "\(patched.text)")
+                let deleted = try await api.request(.DELETE, "/v1/channels/50%25off", headers: RelayHTTP.admin)
+                #expect(deleted.status == 204, "\(deleted.text)")
+            }
+        }
+    }
 }
