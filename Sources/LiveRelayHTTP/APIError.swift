@@ -23,6 +23,10 @@ struct APIError: Error, HTTPResponseError {
         status: .unauthorized, message: "authentication required: Authorization: Bearer <token>")
     static func forbidden(_ message: String) -> APIError { APIError(status: .forbidden, message: message) }
     static func notFound(_ message: String) -> APIError { APIError(status: .notFound, message: message) }
+    /// A field or parameter holding U+0000, which PostgreSQL stores in no text (and would refuse without its name).
+    static func containsNUL(_ name: String) -> APIError {
+        badRequest("\(name) must not contain NUL characters (\\u0000): the database cannot store them")
+    }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
         jsonResponse(status, ["ok": .bool(false), "error": .string(message)])

@@ -1,13 +1,15 @@
 import Hummingbird
 
 extension Parameters {
-    /// A text filter of the query string, nil when absent. A value holding U+0000 is refused by name: PostgreSQL
-    /// stores no such text, and would refuse the statement with a message that names no parameter.
+    /// A text parameter of the query string, nil when absent; one holding U+0000 is refused by its name.
     func text(_ name: String) throws -> String? {
-        guard let value = get(name) else { return nil }
-        guard !value.utf8.contains(0) else {
-            throw APIError.badRequest("\(name) must not contain NUL characters (\\u0000): the database stores none")
-        }
+        try get(name).map { try Self.checked($0, named: name) }
+    }
+
+    /// `value`, unless it holds U+0000: PostgreSQL stores no such text, and would refuse the statement with a message
+    /// that names no parameter.
+    static func checked(_ value: String, named name: String) throws -> String {
+        guard !value.utf8.contains(0) else { throw APIError.containsNUL(name) }
         return value
     }
 }

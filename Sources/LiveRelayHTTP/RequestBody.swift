@@ -49,7 +49,7 @@ struct BodyFields {
         case nil: return nil
         case .string(let text)?:
             guard !text.isEmpty else { return nil }
-            guard !text.utf8.contains(0) else { throw APIError.badRequest("\(name) must not contain NUL characters") }
+            guard !text.utf8.contains(0) else { throw APIError.containsNUL(name) }
             // Characters (Unicode scalars), as JSON Schema's maxLength and PostgreSQL's length() count them.
             guard text.unicodeScalars.count <= maxLength else {
                 throw APIError.badRequest("\(name) is longer than \(maxLength) characters")
@@ -89,10 +89,7 @@ struct BodyFields {
         switch try value(name) {
         case nil: return nil
         case .object(let members)?:
-            guard !Self.containsNUL(.object(members)) else {
-                throw APIError.badRequest(
-                    "\(name) must not contain NUL characters (\\u0000): the database cannot store them")
-            }
+            guard !Self.containsNUL(.object(members)) else { throw APIError.containsNUL(name) }
             return .object(members)
         default: throw APIError.badRequest("\(name) must be a JSON object")
         }

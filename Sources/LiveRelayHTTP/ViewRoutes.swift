@@ -16,7 +16,9 @@ struct ViewRoutes: Sendable {
             ])
         }
         router.get("v1/views/:name") { request, context in
-            let parameters = request.uri.queryParameters.map { (key: String($0.key), value: String($0.value)) }
+            let parameters = try request.uri.queryParameters.map {
+                (key: String($0.key), value: try Parameters.checked(String($0.value), named: String($0.key)))
+            }
             let text = try await store.readView(context.parameters.get("name") ?? "", parameters: parameters)
             return Response(status: .ok, headers: [.contentType: "application/json"],
                             body: .init(byteBuffer: ByteBuffer(string: text)))

@@ -150,12 +150,7 @@ extension RelayStore {
             return found
         }
         let candidates = activeOnly ? rows.filter { $0.1 == ActivityStatus.active.rawValue } : rows
-        guard let first = candidates.first else {
-            if activeOnly, let status = rows.first?.1 {
-                throw StoreError.conflict("the \(selector) is \(status), not active")
-            }
-            throw StoreError.notFound("no \(selector) (list_live_activities shows them)")
-        }
+        guard let first = candidates.first else { throw Self.noActiveRow(selector, status: rows.first?.1) }
         guard candidates.count == 1 else {
             let ids = candidates.map { $0.0.uuidString.lowercased() }.joined(separator: ", ")
             throw StoreError.ambiguous("\(candidates.count) live activities have that session_id: \(ids); give id")
@@ -165,8 +160,7 @@ extension RelayStore {
 
     /// Runs the statement `prepare` returns for row `id` (it may set transaction settings first) and answers the row
     /// it wrote. When it wrote none, the row was ended, invalidated or deleted since `activityID` read it (a relay
-    /// invalidates a token while the request runs): that is said as `activityID` says it, a conflict with the row's
-    /// state or a missing row.
+    /// invalidates a token while the request runs): that is said as `activityID` says it (`noActiveRow`).
     private func writeOne(
         _ selector: ActivitySelector, id: UUID,
         _ prepare: @escaping @Sendable (PostgresConnection) async throws -> PostgresQuery
@@ -181,9 +175,14 @@ extension RelayStore {
                 "SELECT status FROM activity_registration WHERE id = \(id)", as: String.self, on: connection,
                 logger: logger
             ).first
-            guard let status else { throw StoreError.notFound("no \(selector) (list_live_activities shows them)") }
-            throw StoreError.conflict("the \(selector) is \(status), not active")
+            throw Self.noActiveRow(selector, status: status)
         }
         return try Self.decode(LiveActivity.self, from: text)
+    }
+
+    /// Why no active row answers `selector`: none at all, or its row's `status` is not active.
+    private static func noActiveRow(_ selector: ActivitySelector, status: String?) -> StoreError {
+        guard let status else { return .notFound("no \(selector) (list_live_activities shows them)") }
+        return .conflict("the \(selector) is \(status), not active")
     }
 }

@@ -53,10 +53,6 @@ extension RelayStore {
                 guard let dot = value.firstIndex(of: "."), let op = Self.viewOperators[String(value[..<dot])] else {
                     throw StoreError.invalidArgument("\(key) must be op.value with op one of eq, neq, gt, gte, lt, lte")
                 }
-                guard !value.utf8.contains(0) else {
-                    throw StoreError.invalidArgument(
-                        "\(key) must not contain NUL characters (\\u0000): the database stores none")
-                }
                 filters.append((key, op, type, String(value[value.index(after: dot)...])))
             }
         }

@@ -1,5 +1,6 @@
 import APNsSimulator
 import Foundation
+@testable import LiveRelayPostgres
 import PostgresNIO
 import Testing
 
@@ -59,10 +60,13 @@ struct WakeupGateTests {
             _ = try await h.registerActivity(session: "s-publish", state: #"{"n": 0}"#)
             let relay = UUID()
             try await h.withConnection { listener in
-                func publish(idle: Bool, knowing: Bool, believed: Bool) async throws -> (Bool, [String], Bool) {
-                    try await listener.query("""
-                        CALL liverelay_publish_gate(\(relay), \(idle), \(knowing), \(believed), NULL, NULL, NULL)
-                        """, logger: h.logger).collect().first!.decode((Bool, [String], Bool).self)
+                // The prepared statement the listener sends.
+                func publish(idle: Bool, knowing: Bool, believed: Bool) async throws -> GatePublishStatement.Row {
+                    let statement = GatePublishStatement(instanceID: relay, idle: idle, knowingRow: knowing,
+                                                         believedIdle: believed)
+                    var rows: [GatePublishStatement.Row] = []
+                    for try await row in try await listener.execute(statement, logger: h.logger) { rows.append(row) }
+                    return try #require(rows.first)
                 }
                 try await h.withConnection { writer in
                     try await writer.query("BEGIN", logger: h.logger)
