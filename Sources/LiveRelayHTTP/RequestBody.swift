@@ -108,11 +108,7 @@ struct BodyFields {
     /// An alert (`{title, body}`, strings when given) to show with a push.
     func optionalAlert(_ name: String) throws -> JSONValue? {
         let alert = try optionalObject(name)
-        for key in ["title", "subtitle", "body"] {
-            if let value = alert?.objectValue?[key], value.stringValue == nil {
-                throw APIError.badRequest("\(name).\(key) must be a string")
-            }
-        }
+        if let problem = alert?.alertProblem(named: name) { throw APIError.badRequest(problem) }
         return alert
     }
 

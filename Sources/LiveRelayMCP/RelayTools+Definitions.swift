@@ -89,7 +89,8 @@ extension RelayTools {
             inputSchema: schema(activitySelector.merging([
                 "content_state": ["type": "object", "description": "The new content-state (a JSON object)."],
                 "alert": ["type": "object", "description": "Optional alert shown with the update.",
-                          "properties": ["title": ["type": "string"], "body": ["type": "string"]]],
+                          "properties": ["title": ["type": "string"], "subtitle": ["type": "string"],
+                                         "body": ["type": "string"]]],
             ]) { first, _ in first }, required: ["content_state"]),
             annotations: .init(destructiveHint: false, idempotentHint: true, openWorldHint: true)),
         Tool(

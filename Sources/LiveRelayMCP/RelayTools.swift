@@ -104,7 +104,7 @@ public struct RelayTools: Sendable {
                 throw StoreError.invalidArgument("content_state is required: a JSON object, like {\"progress\": 0.5}")
             }
             let updated = try await store.updateActivity(
-                try arguments.activity(), LiveActivityUpdate(contentState: state, alert: try arguments.object("alert")))
+                try arguments.activity(), LiveActivityUpdate(contentState: state, alert: try arguments.alert("alert")))
             return try Self.result("Updated live activity \(updated.sessionId); the push is on its way.", updated)
         case .endActivity:
             let arguments = try ToolArguments(values, allowed: ["session_id", "id", "dismissal_date"])

@@ -57,6 +57,14 @@ struct ToolArguments {
         return try Self.relayValue(value)
     }
 
+    /// An alert to show with a push (`{title, body}`), checked as the HTTP routes check it.
+    func alert(_ name: String) throws -> JSONValue? {
+        guard let value = present(name) else { return nil }
+        let alert = try Self.relayValue(value)
+        if let problem = alert.alertProblem(named: name) { throw StoreError.invalidArgument(problem) }
+        return alert
+    }
+
     func choice<Choice: RawRepresentable & CaseIterable>(_ name: String, as type: Choice.Type) throws -> Choice?
         where Choice.RawValue == String {
         guard let text = try string(name), !text.isEmpty else { return nil }
