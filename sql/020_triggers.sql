@@ -102,7 +102,10 @@ BEGIN
         LEFT JOIN device_live_activity_message m ON m.device_uuid = n.device_uuid
         WHERE ((n.status = 'ended' AND o.status = 'active')
             OR (n.status = 'active' AND n.content_state IS NOT NULL
-                AND n.content_state IS DISTINCT FROM o.content_state)
+                AND (n.content_state IS DISTINCT FROM o.content_state
+                     -- An update the relay's routes send with an alert goes out even when the state is the same:
+                     -- the alert is what was asked for. (Any other write of an unchanged state pushes nothing.)
+                     OR liverelay_request_extras() IS NOT NULL))
             -- A token that arrives (late, or rotated) gets the latest state at once.
             OR (n.status = 'active' AND n.content_state IS NOT NULL AND n.activity_token IS NOT NULL
                 AND n.activity_token IS DISTINCT FROM o.activity_token))

@@ -88,47 +88,58 @@ extension RelayStore {
         return found
     }
 
-    /// Sets the content-state of an active activity (an `update` push; the alert, when given, shows with it).
+    /// Sets the content-state of an active activity: an `update` push, with the alert when given. `pushed` is false
+    /// when the state was already that and no alert was given: such a write pushes nothing (as any SQL write of an
+    /// unchanged state), and the answer says so.
     public func updateActivity(_ selector: ActivitySelector, _ update: LiveActivityUpdate) async throws
-        -> LiveActivity {
+        -> (activity: LiveActivity, pushed: Bool) {
         guard case .object = update.contentState else {
             throw StoreError.invalidArgument("content_state must be a JSON object, like {\"progress\": 0.5}")
         }
         let id = try await activityID(selector, activeOnly: true)
         let state = update.contentState.compactText, alert = update.alert?.compactText ?? ""
-        return try await writeOne(selector, id: id) { connection in
-            try await connection.query("SELECT set_config('liverelay.alert', \(alert), true)", logger: logger)
-            return """
+        let (activity, changes) = try await writeOne(selector, id: id) { [logger] connection in
+            // The row is locked until the write commits, so what it holds now is what the UPDATE replaces.
+            var changes = false
+            for try await (differs, _) in try await connection.query("""
+                SELECT content_state IS DISTINCT FROM \(state)::jsonb, set_config('liverelay.alert', \(alert), true)
+                FROM activity_registration WHERE id = \(id) FOR UPDATE
+                """, logger: logger).decode((Bool, String).self) {
+                changes = differs
+            }
+            let query: PostgresQuery = """
                 UPDATE activity_registration SET content_state = \(state)::jsonb,
                     stale_date = coalesce(\(update.staleDate), stale_date),
                     priority = coalesce(\(update.priority), priority),
                     relevance_score = coalesce(\(update.relevanceScore), relevance_score)
                 WHERE id = \(id) AND status = 'active' RETURNING *
                 """
+            return (query, changes)
         }
+        return (activity, changes || update.alert != nil)
     }
 
     /// Ends an active activity: an `end` push, with the dismissal date when given.
     public func endActivity(_ selector: ActivitySelector, dismissalDate: Date? = nil) async throws -> LiveActivity {
         let id = try await activityID(selector, activeOnly: true)
         return try await writeOne(selector, id: id) { _ in
-            """
+            ("""
             UPDATE activity_registration
             SET status = 'ended', dismissal_date = coalesce(\(dismissalDate), dismissal_date)
             WHERE id = \(id) AND status = 'active' RETURNING *
-            """
-        }
+            """, ())
+        }.activity
     }
 
     /// ActivityKit rotated the activity's push token: the next push goes to the new one (an invalidated row revives).
     public func rotateToken(_ id: UUID, to token: String) async throws -> LiveActivity {
         try await writeOne(.id(id), id: id) { _ in
-            """
+            ("""
             UPDATE activity_registration SET activity_token = \(token),
                 status = CASE WHEN status = 'invalidated' THEN 'active' ELSE status END
             WHERE id = \(id) RETURNING *
-            """
-        }
+            """, ())
+        }.activity
     }
 
     /// The row id a selector names. A session id may be registered under several pairing secrets: then it is
@@ -158,18 +169,19 @@ extension RelayStore {
         return first.0
     }
 
-    /// Runs the statement `prepare` returns for row `id` (it may set transaction settings first) and answers the row
-    /// it wrote. When it wrote none, the row was ended, invalidated or deleted since `activityID` read it (a relay
-    /// invalidates a token while the request runs): that is said as `activityID` says it (`noActiveRow`).
-    private func writeOne(
+    /// Runs the statement `prepare` returns for row `id` (it may read the row or set transaction settings first, and
+    /// hand back what it learnt as `Found`) and answers the row it wrote. When it wrote none, the row was ended,
+    /// invalidated or deleted since `activityID` read it (a relay invalidates a token while the request runs): that
+    /// is said as `activityID` says it (`noActiveRow`).
+    private func writeOne<Found: Sendable>(
         _ selector: ActivitySelector, id: UUID,
-        _ prepare: @escaping @Sendable (PostgresConnection) async throws -> PostgresQuery
-    ) async throws -> LiveActivity {
-        let text = try await withTransaction { [logger] connection in
-            var query = try await prepare(connection)
+        _ prepare: @escaping @Sendable (PostgresConnection) async throws -> (PostgresQuery, Found)
+    ) async throws -> (activity: LiveActivity, found: Found) {
+        let (text, found) = try await withTransaction { [logger] connection in
+            var (query, found) = try await prepare(connection)
             query.sql = "WITH a AS (\(query.sql)) SELECT \(Self.activityJSON) FROM a"
             if let written = try await Self.values(query, as: String.self, on: connection, logger: logger).first {
-                return written
+                return (written, found)
             }
             let status = try await Self.values(
                 "SELECT status FROM activity_registration WHERE id = \(id)", as: String.self, on: connection,
@@ -177,7 +189,7 @@ extension RelayStore {
             ).first
             throw Self.noActiveRow(selector, status: status)
         }
-        return try Self.decode(LiveActivity.self, from: text)
+        return (try Self.decode(LiveActivity.self, from: text), found)
     }
 
     /// Why no active row answers `selector`: none at all, or its row's `status` is not active.

@@ -41,7 +41,8 @@ struct ActivityWriteRaceTests {
                     // The store has read the row as active, and its write waits for the row.
                     try await h.waitUntil("""
                         SELECT EXISTS (SELECT FROM pg_stat_activity
-                                       WHERE wait_event_type = 'Lock' AND query LIKE 'WITH a AS (%')
+                                       WHERE wait_event_type = 'Lock'
+                                         AND (query LIKE 'WITH a AS (%' OR query LIKE '%FOR UPDATE'))
                         """)
                     try await other.query("COMMIT", logger: h.logger)
                     let outcome = await attempt.result

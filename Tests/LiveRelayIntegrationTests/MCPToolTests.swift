@@ -141,6 +141,34 @@ struct MCPToolTests {
         }
     }
 
+    @Test("an update to the state already shown pushes nothing and says so; with an alert it goes out")
+    func unchangedState() async throws {
+        try await Harness.with { h in
+            let token = try await h.registerActivity(session: "same")
+            try await h.withRelay {
+                try await withClient(h) { client in
+                    func update(_ arguments: [String: Value]) async throws -> String {
+                        let (content, isError) = try await client.callTool(
+                            name: "update_live_activity", arguments: ["session_id": "same", "content_state": ["n": 1]]
+                                .merging(arguments) { $1 })
+                        #expect(isError != true, "\(Self.text(content))")
+                        return Self.text(content)
+                    }
+                    #expect(try await update([:]).contains("the push is on its way"))
+                    _ = try await h.waitForPushes { $0.count == 1 }
+                    #expect(try await update([:]).contains("already shows that content_state, so nothing was pushed"))
+                    #expect(try await update(["alert": ["title": "Still going"]]).contains("the push is on its way"))
+                    // Pushes of one activity go out in the order written: had the second write pushed, its push
+                    // would come before the alert's.
+                    let pushes = try await h.waitForPushes { $0.contains { $0.aps["alert"] != nil } }
+                    #expect(pushes.count == 2 && pushes.allSatisfy { $0.token == token })
+                    #expect(pushes.last?.aps["alert"] == .object(["title": .string("Still going")]))
+                    #expect(pushes.last?.contentState == ["n": .integer(1)])
+                }
+            }
+        }
+    }
+
     @Test("refusals are isError sentences and write nothing")
     func refusals() async throws {
         try await Harness.with { h in
