@@ -140,11 +140,25 @@ public struct RelayTools: Sendable {
             guard status == nil || status == .ended || status == .deleted else {
                 throw StoreError.invalidArgument("status may be ended or deleted")
             }
-            let channel = try await store.updateChannel(named: name, ChannelChange(contentState: state, status: status))
-            let summary = status.map { "Channel \(name) is \($0.rawValue) now." }
-                ?? "Updated channel \(name); every subscriber gets it now."
-            return try Self.result(summary, channel)
+            let (channel, before, changed) = try await store.updateChannel(
+                named: name, ChannelChange(contentState: state, status: status))
+            return try Self.result(Self.channelSummary(channel, before: before, stateChanged: changed), channel)
         }
+    }
+
+    /// What `update_channel` did, truthfully: a channel that is not active sends nothing, nor does a state it shows.
+    static func channelSummary(_ channel: BroadcastChannelRecord, before: ChannelStatus, stateChanged: Bool) -> String {
+        let name = channel.name
+        if channel.status != before { return "Channel \(name) is \(channel.status.rawValue) now." }
+        if before != .active {
+            return "Channel \(name) is \(before.rawValue), so nothing was sent: an ended, deleted or failed channel "
+                + "sends no more updates."
+        }
+        if !stateChanged { return "Channel \(name) already shows that content_state, so nothing was sent." }
+        if channel.apnsChannelId == nil {
+            return "Updated channel \(name); it reaches iOS subscribers as soon as Apple has created the channel."
+        }
+        return "Updated channel \(name); every subscriber gets it now."
     }
 
     /// A summary sentence and the value as JSON text, with the value as structured content too.

@@ -58,20 +58,28 @@ extension RelayStore {
         return try await channel(named: new.name)
     }
 
-    /// Changes what is given; the triggers send what the change calls for.
-    public func updateChannel(named name: String, _ change: ChannelChange) async throws -> BroadcastChannelRecord {
+    /// Changes what is given; the triggers send what the change calls for. Also answers the status the channel had
+    /// and whether its content-state changed: only a changed state of an active channel is sent.
+    public func updateChannel(named name: String, _ change: ChannelChange) async throws
+        -> (channel: BroadcastChannelRecord, previousStatus: ChannelStatus, stateChanged: Bool) {
+        struct Found: Decodable { let previousStatus: ChannelStatus, stateChanged: Bool }
         let state = change.contentState.map(\.compactText), status = change.status?.rawValue
         let priority = change.priority.map(Int16.init)
-        let updated = try await values("""
-            UPDATE broadcast_channel SET
-                content_state = coalesce(\(state)::jsonb, content_state), status = coalesce(\(status), status),
-                stale_date = coalesce(to_timestamp(\(change.staleDate)::float8), stale_date),
-                dismissal_date = coalesce(to_timestamp(\(change.dismissalDate)::float8), dismissal_date),
-                priority = coalesce(\(priority), priority)
-            WHERE name = \(name) RETURNING name
-            """, as: String.self)
-        guard !updated.isEmpty else { throw StoreError.notFound("there is no channel named \(name)") }
-        return try await channel(named: name)
+        // The row is locked by the read in FROM, so what it held there is what the UPDATE replaces.
+        let found = try await records("""
+            UPDATE broadcast_channel c SET
+                content_state = coalesce(\(state)::jsonb, c.content_state), status = coalesce(\(status), c.status),
+                stale_date = coalesce(to_timestamp(\(change.staleDate)::float8), c.stale_date),
+                dismissal_date = coalesce(to_timestamp(\(change.dismissalDate)::float8), c.dismissal_date),
+                priority = coalesce(\(priority), c.priority)
+            FROM (SELECT id, status AS old_status, content_state AS old_state FROM broadcast_channel
+                  WHERE name = \(name) FOR UPDATE) o
+            WHERE c.id = o.id
+            RETURNING json_build_object('previousStatus', o.old_status,
+                                        'stateChanged', c.content_state IS DISTINCT FROM o.old_state)::text
+            """, as: Found.self)
+        guard let first = found.first else { throw StoreError.notFound("there is no channel named \(name)") }
+        return (try await channel(named: name), first.previousStatus, first.stateChanged)
     }
 
     /// Queues push-to-start of activities that follow the channel on the given devices; returns how many.

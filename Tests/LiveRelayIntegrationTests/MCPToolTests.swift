@@ -169,6 +169,37 @@ struct MCPToolTests {
         }
     }
 
+    @Test("update_channel says what was sent: now, once Apple has the channel, nothing for a state it shows or a channel ended")
+    func channelSummaries() async throws {
+        try await Harness.with { h in
+            try await h.sql(#"""
+                INSERT INTO broadcast_channel (name, bundle_id, content_state)
+                VALUES ('cup', \#(Harness.bundleID), '{"n": 0}')
+                """#)
+            try await withClient(h) { client in
+                @Sendable func update(_ arguments: [String: Value]) async throws -> String {
+                    let (content, isError) = try await client.callTool(
+                        name: "update_channel", arguments: ["name": "cup"].merging(arguments) { $1 })
+                    #expect(isError != true, "\(Self.text(content))")
+                    return Self.text(content)
+                }
+                // No relay yet, so Apple has not created the channel.
+                #expect(try await update(["content_state": ["n": 1]]).contains("as soon as Apple has created"))
+                try await h.withRelay {
+                    _ = try await h.waitForBroadcasts { $0.count == 1 }
+                    #expect(try await update(["content_state": ["n": 2]]).contains("every subscriber gets it now"))
+                    #expect(try await update(["content_state": ["n": 2]]).contains("already shows that content_state"))
+                    #expect(try await update(["status": "ended"]).contains("Channel cup is ended now."))
+                    #expect(try await update(["content_state": ["n": 3]]).contains("is ended, so nothing was sent"))
+                    // Broadcasts of one channel go out in order: the state, its update, the end, and nothing more.
+                    let sent = try await h.waitForBroadcasts { $0.count == 3 }
+                    #expect(sent.map { $0.payload.objectValue?["aps"]?.objectValue?["event"] }
+                            == [.string("update"), .string("update"), .string("end")])
+                }
+            }
+        }
+    }
+
     @Test("refusals are isError sentences and write nothing")
     func refusals() async throws {
         try await Harness.with { h in
