@@ -68,10 +68,17 @@ public struct RelayTools: Sendable {
             }
             let selector = try arguments.device()
             let stored = try await store.setMessage(message, for: selector, by: "mcp")
-            let summary = message.isEmpty
-                ? "Cleared the message of device \(stored.device_uuid)."
-                : "Set the message of device \(stored.device_uuid) to \"\(message)\"; its Live Activities show it now."
-            return try Self.result(summary, stored)
+            var active = 0
+            if let device = UUID(uuidString: stored.device_uuid) {
+                active = try await store.activities(
+                    LiveActivityFilter(status: .active, deviceUUID: device, limit: 500)).count
+            }
+            let done = message.isEmpty
+                ? "Cleared the message of device \(stored.device_uuid)"
+                : "Set the message of device \(stored.device_uuid) to \"\(message)\""
+            return try Self.result(active == 0
+                ? "\(done); it has no active Live Activity, so nothing was pushed: the next one shows it."
+                : "\(done); its \(active) active Live Activit\(active == 1 ? "y shows" : "ies show") it now.", stored)
         case .getMessage:
             let arguments = try ToolArguments(values, allowed: deviceArguments)
             let (device, stored) = try await store.message(for: try arguments.device())

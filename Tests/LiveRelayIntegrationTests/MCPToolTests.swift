@@ -112,7 +112,8 @@ struct MCPToolTests {
             try await h.sql("""
                 INSERT INTO device_registration (secret_hash, device_token, bundle_id, device_uuid, device_name)
                 VALUES (\(secretHash("x")), 'tok-1', 'b', \(device), 'Kitchen iPad'),
-                       (\(secretHash("x")), 'tok-2', 'b', \(device), 'Kitchen iPad')
+                       (\(secretHash("x")), 'tok-2', 'b', \(device), 'Kitchen iPad'),
+                       (\(secretHash("x")), 'tok-3', 'b', \(UUID()), 'Hall clock')
                 """)
             let token = try await h.registerActivity(session: "kitchen", device: device)
             try await h.withRelay {
@@ -122,6 +123,7 @@ struct MCPToolTests {
                         arguments: ["deviceName": "kitchen ipad", "message": "Soup!"])
                     #expect(isError != true, "\(Self.text(content))")
                     #expect(Self.text(content).contains(device.uuidString.lowercased()))
+                    #expect(Self.text(content).contains("its 1 active Live Activity shows it now"))
                     func carriesNote(_ push: RecordedPush) -> Bool {
                         push.payload.objectValue?["aps"]?.objectValue?["content-state"]?.objectValue?["note"]
                             == .string("Soup!")
@@ -133,6 +135,11 @@ struct MCPToolTests {
                     let (read, _) = try await client.callTool(
                         name: "get_live_activity_message", arguments: ["device_uuid": .string(device.uuidString)])
                     #expect(Self.text(read).contains("Soup!"))
+                    // A device with no active activity: nothing is pushed, and the answer says so.
+                    let (idle, _) = try await client.callTool(
+                        name: "set_live_activity_message", arguments: ["deviceName": "Hall clock", "message": "Hi"])
+                    #expect(Self.text(idle).contains("it has no active Live Activity, so nothing was pushed"),
+                            "\(Self.text(idle))")
                 }
             }
             #expect(try await h.rows(
