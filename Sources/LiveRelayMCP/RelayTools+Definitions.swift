@@ -83,7 +83,8 @@ extension RelayTools {
             description: """
                 Sets the content-state of an active Live Activity; the relay pushes it to the phone at once. \
                 content_state replaces the whole state and must match the app's ContentState (a JSON object). An \
-                optional alert {title, body} lights the screen and shows a banner. Example: \
+                optional alert {title, body} lights the screen and shows a banner. The state it already shows is \
+                not pushed again unless an alert comes with it. Example: \
                 {"session_id": "order-42", "content_state": {"status": "On the way", "eta": 12}}.
                 """,
             inputSchema: schema(activitySelector.merging([
@@ -137,7 +138,8 @@ extension RelayTools {
             description: """
                 Sets a channel's content-state (every subscriber's Live Activity changes at once: one broadcast at \
                 Apple, one FCM topic message, one stream event) or its status: "ended" ends every subscriber's \
-                activity, "deleted" also deletes the channel at Apple. Example: \
+                activity, "deleted" also deletes the channel at Apple. An ended channel sends nothing more, nor \
+                does a state the channel already shows. Example: \
                 {"name": "match-42", "content_state": {"home": 2, "away": 1}}.
                 """,
             inputSchema: schema([
