@@ -20,7 +20,8 @@ struct LiveActivityRoutes: Sendable {
         }
         router.patch("v1/live-activities/:id") { request, context in
             let body = try await request.decode(as: UpdateLiveActivityBody.self)
-            return try encodedResponse(.ok, try await store.updateActivity(.id(try Self.id(context)), body.update).activity)
+            let (activity, _) = try await store.updateActivity(.id(try Self.id(context)), body.update)
+            return try encodedResponse(.ok, activity)
         }
         router.delete("v1/live-activities/:id") { request, context in
             try encodedResponse(.ok, try await store.endActivity(

@@ -67,12 +67,7 @@ public struct RelayTools: Sendable {
                 throw StoreError.invalidArgument("message is required: the text to show, or \"\" to clear it")
             }
             let selector = try arguments.device()
-            let stored = try await store.setMessage(message, for: selector, by: "mcp")
-            var active = 0
-            if let device = UUID(uuidString: stored.device_uuid) {
-                active = try await store.activities(
-                    LiveActivityFilter(status: .active, deviceUUID: device, limit: 500)).count
-            }
+            let (stored, active) = try await store.setMessage(message, for: selector, by: "mcp")
             let done = message.isEmpty
                 ? "Cleared the message of device \(stored.device_uuid)"
                 : "Set the message of device \(stored.device_uuid) to \"\(message)\""

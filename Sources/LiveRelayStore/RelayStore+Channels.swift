@@ -58,11 +58,14 @@ extension RelayStore {
         return try await channel(named: new.name)
     }
 
-    /// Changes what is given; the triggers send what the change calls for. Also answers the status the channel had
-    /// and whether its content-state changed: only a changed state of an active channel is sent.
+    /// Changes what is given; the triggers send what the change calls for. Answers the channel as written, the status
+    /// it had and whether its content-state changed (only a changed state of an active channel is sent), in one
+    /// statement.
     public func updateChannel(named name: String, _ change: ChannelChange) async throws
         -> (channel: BroadcastChannelRecord, previousStatus: ChannelStatus, stateChanged: Bool) {
-        struct Found: Decodable { let previousStatus: ChannelStatus, stateChanged: Bool }
+        struct Found: Decodable {
+            let channel: BroadcastChannelRecord, previousStatus: ChannelStatus, stateChanged: Bool
+        }
         let state = change.contentState.map(\.compactText), status = change.status?.rawValue
         let priority = change.priority.map(Int16.init)
         // The row is locked by the read in FROM, so what it held there is what the UPDATE replaces.
@@ -75,11 +78,12 @@ extension RelayStore {
             FROM (SELECT id, status AS old_status, content_state AS old_state FROM broadcast_channel
                   WHERE name = \(name) FOR UPDATE) o
             WHERE c.id = o.id
-            RETURNING json_build_object('previousStatus', o.old_status,
+            RETURNING json_build_object('channel', (\(unescaped: Self.channelJSON))::json,
+                                        'previousStatus', o.old_status,
                                         'stateChanged', c.content_state IS DISTINCT FROM o.old_state)::text
             """, as: Found.self)
         guard let first = found.first else { throw StoreError.notFound("there is no channel named \(name)") }
-        return (try await channel(named: name), first.previousStatus, first.stateChanged)
+        return (first.channel, first.previousStatus, first.stateChanged)
     }
 
     /// Queues push-to-start of activities that follow the channel on the given devices; returns how many.

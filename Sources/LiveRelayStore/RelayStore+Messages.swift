@@ -55,22 +55,26 @@ extension RelayStore {
         }
     }
 
-    /// Sets the message of the device a selector names, and returns it as stored.
+    /// Sets the message of the device a selector names, and returns it as stored with the number of the device's
+    /// active activities (the triggers push it to each of them).
     @discardableResult
     public func setMessage(_ message: String, for selector: DeviceSelector, by author: String) async throws
-        -> DeviceMessage {
+        -> (message: DeviceMessage, activeActivities: Int) {
+        struct Written: Decodable { let message: DeviceMessage, activeActivities: Int }
         if let refusal = Self.messageLengthRefusal(message) { throw StoreError.invalidArgument(refusal) }
         let device = try await deviceUUID(selector)
-        // One statement writes the row and answers it as stored.
-        guard let stored = try await records("""
+        // One statement writes the row and answers it as stored, with the activities it goes to.
+        guard let written = try await records("""
             INSERT INTO device_live_activity_message AS m (device_uuid, message, updated_by)
             VALUES (\(device), \(message), \(author))
             ON CONFLICT (device_uuid) DO UPDATE SET message = excluded.message, updated_by = excluded.updated_by
-            RETURNING \(unescaped: Self.messageJSON)
-            """, as: DeviceMessage.self).first else {
+            RETURNING json_build_object('message', (\(unescaped: Self.messageJSON))::json,
+                'activeActivities', (SELECT count(*) FROM activity_registration a
+                                     WHERE a.device_uuid = m.device_uuid AND a.status = 'active'))::text
+            """, as: Written.self).first else {
             throw StoreError.notFound("the message of \(selector) was not found after writing it")
         }
-        return stored
+        return (written.message, written.activeActivities)
     }
 
     /// The message of the device a selector names; nil when it has none.

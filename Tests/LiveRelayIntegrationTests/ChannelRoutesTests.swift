@@ -111,7 +111,8 @@ struct ChannelRoutesTests {
                 #expect(read.status == 200 && read["name"] == .string("50%off"), "\(read.text)")
                 let patched = try await api.request(
                     .PATCH, "/v1/channels/50%25off", json: #"{"contentState": {"n": 1}}"#, headers: RelayHTTP.admin)
-                #expect(patched.status == 200, "\(patched.text)")
+                #expect(patched.status == 200 && patched["contentState"] == .object(["n": .integer(1)]),
+                        "\(patched.text)")
                 let deleted = try await api.request(.DELETE, "/v1/channels/50%25off", headers: RelayHTTP.admin)
                 #expect(deleted.status == 204, "\(deleted.text)")
             }
