@@ -49,11 +49,9 @@ extension RelayStore {
                         coalesce(\(policy), 0::smallint), \(new.attributesType), \(state)::jsonb,
                         coalesce(\(priority), 10::smallint))
                 """)
-        } catch {
-            if case .conflict? = Self.refusal(error) {
-                throw StoreError.conflict("a channel named \(new.name) exists already")
-            }
-            throw error
+        } catch StoreError.conflict {
+            // (withConnection has made the unique violation a StoreError already.)
+            throw StoreError.conflict("a channel named \(new.name) exists already")
         }
         return try await channel(named: new.name)
     }

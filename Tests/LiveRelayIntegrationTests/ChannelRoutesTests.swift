@@ -18,7 +18,8 @@ struct ChannelRoutesTests {
                 #expect(created.status == 201, "\(created.text)")
                 #expect(created["status"] == .string("active") && created["fcmTopic"] == .string("liverelay.route-1"))
                 let taken = try await api.post("/v1/channels", #"{"name": "route-1"}"#, headers: RelayHTTP.admin)
-                #expect(taken.status == 409)
+                #expect(taken.status == 409 && taken.text.contains("a channel named route-1 exists already"),
+                        "\(taken.text)")
                 let badName = try await api.post("/v1/channels", #"{"name": "no spaces"}"#, headers: RelayHTTP.admin)
                 #expect(badName.status == 400 && badName.text.contains("FCM topic"), "\(badName.text)")
                 #expect(try await api.post("/v1/channels", #"{"name": "x"}"#).status == 401)
