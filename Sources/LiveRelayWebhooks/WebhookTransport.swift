@@ -14,27 +14,19 @@ public final class WebhookTransport: WebhookSender {
     /// The most of an answer read (the status is what counts).
     public static let maximumAnswerBytes = 64 * 1024
 
-    /// Made at the first request: a relay without webhooks never opens one (nor has one to shut down).
-    private let made = Mutex<(client: HTTPClient, group: MultiThreadedEventLoopGroup)?>(nil)
+    private let clients: WebhookClients
     private let guardrail: WebhookURLGuard
 
-    public init(allowPrivate: Bool) {
-        self.guardrail = WebhookURLGuard(allowPrivate: allowPrivate)
+    public convenience init(allowPrivate: Bool) {
+        self.init(guardrail: WebhookURLGuard(allowPrivate: allowPrivate))
     }
 
-    private var client: HTTPClient {
-        made.withLock { made in
-            if let made { return made.client }
-            // Its own event loop thread: with Swift concurrency on the shared loops, requests made from a loop stay
-            // on it, so without this every webhook connection would share one thread with the pushes.
-            let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-            let client = Self.makeClient(on: group)
-            made = (client, group)
-            return client
-        }
+    init(guardrail: WebhookURLGuard) {
+        self.guardrail = guardrail
+        self.clients = WebhookClients(configuration: Self.configuration)
     }
 
-    private static func makeClient(on group: MultiThreadedEventLoopGroup) -> HTTPClient {
+    private static var configuration: HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
         // The deadline given with each request ends when the answer's head arrives; the read timeout bounds the rest.
@@ -43,14 +35,41 @@ public final class WebhookTransport: WebhookSender {
         // as many connections as the webhook workers have lanes.
         configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: 32)
         configuration.decompression = .disabled
-        return HTTPClient(eventLoopGroupProvider: .shared(group), configuration: configuration)
+        return configuration
     }
 
+    /// Checks the URL's host now, and points its client at an address this check allowed.
     public func refusal(of url: String) async -> String? {
-        await guardrail.refusal(of: url)
+        switch await guardrail.target(of: url) {
+        case .refused(let reason):
+            return reason
+        case .allowed(let host, let addresses):
+            _ = clients.client(host: host, addresses: addresses)
+            return nil
+        }
+    }
+
+    /// The client that sends to the URL: its host's, checked already by `refusal(of:)` or now.
+    private func checkedClient(for url: String) async -> Result<HTTPClient, Refused> {
+        if let host = WebhookURLGuard.host(of: url).name, let client = clients.pinned(host: host) {
+            return .success(client)
+        }
+        switch await guardrail.target(of: url) {
+        case .refused(let reason): return .failure(Refused(reason: reason))
+        case .allowed(let host, let addresses): return .success(clients.client(host: host, addresses: addresses))
+        }
+    }
+
+    struct Refused: Error {
+        var reason: String
     }
 
     public func send(_ webhook: WebhookRequest) async -> WebhookResult {
+        let client: HTTPClient
+        switch await checkedClient(for: webhook.url) {
+        case .success(let found): client = found
+        case .failure(let refused): return WebhookResult(delivered: false, error: "not sent: \(refused.reason)")
+        }
         let body = Array(webhook.body.utf8)
         var request = HTTPClientRequest(url: webhook.url)
         request.method = .POST
@@ -80,12 +99,7 @@ public final class WebhookTransport: WebhookSender {
     }
 
     public func shutdown() async {
-        let made = self.made.withLock { made in
-            defer { made = nil }
-            return made
-        }
-        try? await made?.client.shutdown()
-        try? await made?.group.shutdownGracefully()
+        await clients.shutdown()
     }
 
     /// A short description of a request failure, without the URL's query (which may hold a token).
@@ -99,6 +113,8 @@ public final class WebhookTransport: WebhookSender {
             }
         }
         if error is NIOConnectionError { return "connection refused or unreachable" }
+        // (What the connection pool throws when every attempt to connect failed: ECONNREFUSED and the like.)
+        if let error = error as? IOError { return "connection failed: \(String(cString: strerror(error.errnoCode)))" }
         return String(describing: type(of: error))
     }
 }

@@ -13,6 +13,8 @@ final class WebhookReceiver: Sendable {
         var eventID: String
         var signature: String
         var body: [UInt8]
+        /// The request's `Host` (its authority).
+        var host = ""
         var json: JSONValue { (try? JSONValue(parsing: String(decoding: body, as: UTF8.self))) ?? .null }
         var type: String? { if case .string(let type)? = json.objectValue?["type"] { type } else { nil } }
         var activityID: String? {
@@ -56,7 +58,7 @@ final class WebhookReceiver: Sendable {
             let item = Received(
                 eventID: request.headers[HTTPField.Name("LiveRelay-Event-Id")!] ?? "",
                 signature: request.headers[HTTPField.Name("LiveRelay-Signature")!] ?? "",
-                body: Array(buffer: bytes))
+                body: Array(buffer: bytes), host: request.head.authority ?? "")
             let (failing, held) = self.state.withLock { state -> (Bool, Bool) in
                 state.received.append(item)
                 if state.holding {

@@ -1,0 +1,89 @@
+import Foundation
+import LiveRelayCore
+@testable import LiveRelayWebhooks
+import Synchronization
+import Testing
+
+/// A webhook goes to the address its check allowed, never to the answer of a later lookup (DNS rebinding): the
+/// transport resolves a host once a batch, checks every address, and connects to one of them by address.
+@Suite("Webhook addresses", .timeLimit(.minutes(2)))
+struct WebhookAddressTests {
+    /// A resolver for names the system cannot resolve (`.invalid`), answering one address from `answers` in turn (the
+    /// last one again once they run out), and counting its calls.
+    final class Resolver: Sendable {
+        private let state: Mutex<(answers: [[UInt8]], calls: Int)>
+        init(_ answers: [UInt8]...) { state = Mutex((answers, 0)) }
+        var calls: Int { state.withLock { $0.calls } }
+        func resolve(_ name: String) throws -> [[UInt8]] {
+            try state.withLock { state in
+                guard name.hasSuffix(".invalid") else { throw WebhookURLGuard.ResolutionError() }
+                state.calls += 1
+                return [state.answers.count > 1 ? state.answers.removeFirst() : state.answers[0]]
+            }
+        }
+    }
+
+    static func request(_ url: String) -> WebhookRequest {
+        WebhookRequest(url: url, secret: "whsec_address_0123456789", eventID: UUID(), body: #"{"id":"x"}"#)
+    }
+
+    @Test("a request goes to the checked address under the URL's own name, without a second lookup")
+    func pinnedAddress() async throws {
+        let receiver = WebhookReceiver()
+        try await receiver.run { local in
+            let url = local.replacingOccurrences(of: "127.0.0.1", with: "hooks.liverelay.invalid")
+            let resolver = Resolver([127, 0, 0, 1])
+            let transport = WebhookTransport(
+                guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) })
+            #expect(await transport.refusal(of: url) == nil)
+            let first = await transport.send(Self.request(url))
+            let second = await transport.send(Self.request(url))
+            await transport.shutdown()
+            // The system resolver knows no `.invalid` name: the requests went by the checked address.
+            #expect(first.delivered && second.delivered, "\(first) \(second)")
+            #expect(resolver.calls == 1)
+            let port = try #require(URLComponents(string: local)?.port)
+            #expect(receiver.received.map(\.host) == Array(repeating: "hooks.liverelay.invalid:\(port)", count: 2))
+        }
+    }
+
+    @Test("a name that resolves elsewhere at the next check is sent to its new address, not the old one")
+    func addressFollowsTheCheck() async throws {
+        let receiver = WebhookReceiver()
+        try await receiver.run { local in
+            let url = local.replacingOccurrences(of: "127.0.0.1", with: "moves.liverelay.invalid")
+            // 127.0.0.2 is loopback too, where nothing listens on the receiver's port.
+            let resolver = Resolver([127, 0, 0, 1], [127, 0, 0, 2], [127, 0, 0, 1])
+            let transport = WebhookTransport(
+                guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) })
+            var results: [WebhookResult] = []
+            for _ in 0..<3 {
+                #expect(await transport.refusal(of: url) == nil)
+                results.append(await transport.send(Self.request(url)))
+            }
+            await transport.shutdown()
+            #expect(results.map(\.delivered) == [true, false, true], "\(results)")
+            #expect(results[1].error == "no answer: connection failed: Connection refused", "\(results[1])")
+            #expect(receiver.received.count == 2)
+        }
+    }
+
+    @Test("without private networks allowed, a name that resolves to loopback is refused, even sent unchecked")
+    func privateAddressRefused() async throws {
+        let receiver = WebhookReceiver()
+        try await receiver.run { local in
+            let url = local.replacingOccurrences(of: "127.0.0.1", with: "inside.liverelay.invalid")
+            let resolver = Resolver([93, 184, 216, 34], [127, 0, 0, 1])
+            let transport = WebhookTransport(
+                guardrail: WebhookURLGuard(allowPrivate: false) { try resolver.resolve($0) })
+            // Public at registration, loopback when the request is made: the send checks again and refuses.
+            #expect(await WebhookURLGuard(allowPrivate: false) { try resolver.resolve($0) }.refusal(of: url) == nil)
+            let sent = await transport.send(Self.request(url))
+            let refusal = await transport.refusal(of: url)
+            await transport.shutdown()
+            #expect(!sent.delivered && sent.error?.contains("resolves to a loopback address") == true, "\(sent)")
+            #expect(refusal?.contains("LIVERELAY_WEBHOOK_ALLOW_PRIVATE") == true, "\(refusal ?? "nil")")
+            #expect(receiver.received.isEmpty)
+        }
+    }
+}
