@@ -94,12 +94,21 @@ public final class WebhookTransport: WebhookSender {
             }
             return WebhookResult(delivered: true, httpStatus: status)
         } catch {
+            if Self.isConnectionFailure(error), let host = WebhookURLGuard.host(of: webhook.url).name {
+                clients.connectionFailed(host: host)
+            }
             return WebhookResult(delivered: false, error: "no answer: \(Self.describe(error))")
         }
     }
 
     public func shutdown() async {
         await clients.shutdown()
+    }
+
+    /// No connection could be made (the address may be down while the host's others are not).
+    static func isConnectionFailure(_ error: any Error) -> Bool {
+        if let error = error as? HTTPClientError { return error == .connectTimeout }
+        return error is NIOConnectionError || error is IOError
     }
 
     /// A short description of a request failure, without the URL's query (which may hold a token).

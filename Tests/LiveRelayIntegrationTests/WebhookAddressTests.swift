@@ -8,17 +8,17 @@ import Testing
 /// transport resolves a host once a batch, checks every address, and connects to one of them by address.
 @Suite("Webhook addresses", .timeLimit(.minutes(2)))
 struct WebhookAddressTests {
-    /// A resolver for names the system cannot resolve (`.invalid`), answering one address from `answers` in turn (the
-    /// last one again once they run out), and counting its calls.
+    /// A resolver for names the system cannot resolve (`.invalid`), giving the answers in turn (each a list of
+    /// addresses; the last one again once they run out), and counting its calls.
     final class Resolver: Sendable {
-        private let state: Mutex<(answers: [[UInt8]], calls: Int)>
-        init(_ answers: [UInt8]...) { state = Mutex((answers, 0)) }
+        private let state: Mutex<(answers: [[[UInt8]]], calls: Int)>
+        init(_ answers: [[UInt8]]...) { state = Mutex((answers, 0)) }
         var calls: Int { state.withLock { $0.calls } }
         func resolve(_ name: String) throws -> [[UInt8]] {
             try state.withLock { state in
                 guard name.hasSuffix(".invalid") else { throw WebhookURLGuard.ResolutionError() }
                 state.calls += 1
-                return [state.answers.count > 1 ? state.answers.removeFirst() : state.answers[0]]
+                return state.answers.count > 1 ? state.answers.removeFirst() : state.answers[0]
             }
         }
     }
@@ -32,7 +32,7 @@ struct WebhookAddressTests {
         let receiver = WebhookReceiver()
         try await receiver.run { local in
             let url = local.replacingOccurrences(of: "127.0.0.1", with: "hooks.liverelay.invalid")
-            let resolver = Resolver([127, 0, 0, 1])
+            let resolver = Resolver([[127, 0, 0, 1]])
             let transport = WebhookTransport(
                 guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) })
             #expect(await transport.refusal(of: url) == nil)
@@ -53,7 +53,7 @@ struct WebhookAddressTests {
         try await receiver.run { local in
             let url = local.replacingOccurrences(of: "127.0.0.1", with: "moves.liverelay.invalid")
             // 127.0.0.2 is loopback too, where nothing listens on the receiver's port.
-            let resolver = Resolver([127, 0, 0, 1], [127, 0, 0, 2], [127, 0, 0, 1])
+            let resolver = Resolver([[127, 0, 0, 1]], [[127, 0, 0, 2]], [[127, 0, 0, 1]])
             let transport = WebhookTransport(
                 guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) })
             var results: [WebhookResult] = []
@@ -68,12 +68,32 @@ struct WebhookAddressTests {
         }
     }
 
+    @Test("a name with several addresses moves on to the next one after a connection to one failed")
+    func unreachableAddress() async throws {
+        let receiver = WebhookReceiver()
+        try await receiver.run { local in
+            let url = local.replacingOccurrences(of: "127.0.0.1", with: "pair.liverelay.invalid")
+            // Nothing listens on the receiver's port at 127.0.0.2, the first address the name gives.
+            let resolver = Resolver([[127, 0, 0, 2], [127, 0, 0, 1]])
+            let transport = WebhookTransport(
+                guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) })
+            var results: [WebhookResult] = []
+            for _ in 0..<3 {
+                #expect(await transport.refusal(of: url) == nil)
+                results.append(await transport.send(Self.request(url)))
+            }
+            await transport.shutdown()
+            #expect(results.map(\.delivered) == [false, true, true], "\(results)")
+            #expect(receiver.received.count == 2)
+        }
+    }
+
     @Test("without private networks allowed, a name that resolves to loopback is refused, even sent unchecked")
     func privateAddressRefused() async throws {
         let receiver = WebhookReceiver()
         try await receiver.run { local in
             let url = local.replacingOccurrences(of: "127.0.0.1", with: "inside.liverelay.invalid")
-            let resolver = Resolver([93, 184, 216, 34], [127, 0, 0, 1])
+            let resolver = Resolver([[93, 184, 216, 34]], [[127, 0, 0, 1]])
             let transport = WebhookTransport(
                 guardrail: WebhookURLGuard(allowPrivate: false) { try resolver.resolve($0) })
             // Public at registration, loopback when the request is made: the send checks again and refuses.
