@@ -22,6 +22,8 @@ final class WebhookClients: Sendable {
         /// Made at the first request: a relay without webhooks never starts its thread (nor has one to shut down).
         var group: MultiThreadedEventLoopGroup?
         var pins: [String: Pin] = [:]
+        /// The client for every host when nothing is pinned (every address allowed).
+        var unpinned: HTTPClient?
         var retiring: [Task<Void, Never>] = []
     }
 
@@ -30,6 +32,24 @@ final class WebhookClients: Sendable {
 
     init(configuration: HTTPClient.Configuration) {
         self.configuration = configuration
+    }
+
+    /// A client that resolves each host itself, trying every address it has (for when any address is allowed).
+    func unpinned() -> HTTPClient {
+        state.withLock { state in
+            if let client = state.unpinned { return client }
+            let client = HTTPClient(eventLoopGroupProvider: .shared(Self.group(&state)), configuration: configuration)
+            state.unpinned = client
+            return client
+        }
+    }
+
+    /// Its own event loop thread: with Swift concurrency on the shared loops, requests made from a loop stay on it,
+    /// so without this every webhook connection would share one thread with the pushes.
+    private static func group(_ state: inout State) -> MultiThreadedEventLoopGroup {
+        let group = state.group ?? MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        state.group = group
+        return group
     }
 
     /// The client in use for `host`, if it has been checked.
@@ -54,10 +74,7 @@ final class WebhookClients: Sendable {
             } else {
                 next = addresses[0]
             }
-            // Its own event loop thread: with Swift concurrency on the shared loops, requests made from a loop stay
-            // on it, so without this every webhook connection would share one thread with the pushes.
-            let group = state.group ?? MultiThreadedEventLoopGroup(numberOfThreads: 1)
-            state.group = group
+            let group = Self.group(&state)
             var configuration = configuration
             // (A literal address is the one checked already: nothing to resolve.)
             if (try? SocketAddress(ipAddress: host, port: 0)) == nil {
@@ -80,7 +97,7 @@ final class WebhookClients: Sendable {
     func shutdown() async {
         let (clients, retiring, group) = state.withLock { state in
             defer { state = State() }
-            return (state.pins.values.map(\.client), state.retiring, state.group)
+            return (state.pins.values.map(\.client) + (state.unpinned.map { [$0] } ?? []), state.retiring, state.group)
         }
         for task in retiring { await task.value }
         for client in clients { try? await client.shutdown() }

@@ -16,13 +16,18 @@ public final class WebhookTransport: WebhookSender {
 
     private let clients: WebhookClients
     private let guardrail: WebhookURLGuard
+    /// Whether requests go to the addresses the check allowed (`WebhookClients`). With private networks allowed every
+    /// address is, so nothing is pinned: the client resolves each name itself and tries all of its addresses (a dev
+    /// receiver on `localhost` that listens on IPv4 alone is reached at once).
+    private let pinning: Bool
 
     public convenience init(allowPrivate: Bool) {
-        self.init(guardrail: WebhookURLGuard(allowPrivate: allowPrivate))
+        self.init(guardrail: WebhookURLGuard(allowPrivate: allowPrivate), pinning: !allowPrivate)
     }
 
-    init(guardrail: WebhookURLGuard) {
+    init(guardrail: WebhookURLGuard, pinning: Bool) {
         self.guardrail = guardrail
+        self.pinning = pinning
         self.clients = WebhookClients(configuration: Self.configuration)
     }
 
@@ -40,6 +45,7 @@ public final class WebhookTransport: WebhookSender {
 
     /// Checks the URL's host now, and points its client at an address this check allowed.
     public func refusal(of url: String) async -> String? {
+        guard pinning else { return await guardrail.refusal(of: url) }
         switch await guardrail.target(of: url) {
         case .refused(let reason):
             return reason
@@ -51,6 +57,10 @@ public final class WebhookTransport: WebhookSender {
 
     /// The client that sends to the URL: its host's, checked already by `refusal(of:)` or now.
     private func checkedClient(for url: String) async -> Result<HTTPClient, Refused> {
+        guard pinning else {
+            if let reason = await guardrail.refusal(of: url) { return .failure(Refused(reason: reason)) }
+            return .success(clients.unpinned())
+        }
         if let host = WebhookURLGuard.host(of: url).name, let client = clients.pinned(host: host) {
             return .success(client)
         }
@@ -94,7 +104,7 @@ public final class WebhookTransport: WebhookSender {
             }
             return WebhookResult(delivered: true, httpStatus: status)
         } catch {
-            if Self.isConnectionFailure(error), let host = WebhookURLGuard.host(of: webhook.url).name {
+            if pinning, Self.isConnectionFailure(error), let host = WebhookURLGuard.host(of: webhook.url).name {
                 clients.connectionFailed(host: host)
             }
             return WebhookResult(delivered: false, error: "no answer: \(Self.describe(error))")

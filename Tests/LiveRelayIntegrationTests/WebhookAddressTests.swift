@@ -34,7 +34,7 @@ struct WebhookAddressTests {
             let url = local.replacingOccurrences(of: "127.0.0.1", with: "hooks.liverelay.invalid")
             let resolver = Resolver([[127, 0, 0, 1]])
             let transport = WebhookTransport(
-                guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) })
+                guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) }, pinning: true)
             #expect(await transport.refusal(of: url) == nil)
             let first = await transport.send(Self.request(url))
             let second = await transport.send(Self.request(url))
@@ -55,7 +55,7 @@ struct WebhookAddressTests {
             // 127.0.0.2 is loopback too, where nothing listens on the receiver's port.
             let resolver = Resolver([[127, 0, 0, 1]], [[127, 0, 0, 2]], [[127, 0, 0, 1]])
             let transport = WebhookTransport(
-                guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) })
+                guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) }, pinning: true)
             var results: [WebhookResult] = []
             for _ in 0..<3 {
                 #expect(await transport.refusal(of: url) == nil)
@@ -76,7 +76,7 @@ struct WebhookAddressTests {
             // Nothing listens on the receiver's port at 127.0.0.2, the first address the name gives.
             let resolver = Resolver([[127, 0, 0, 2], [127, 0, 0, 1]])
             let transport = WebhookTransport(
-                guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) })
+                guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) }, pinning: true)
             var results: [WebhookResult] = []
             for _ in 0..<3 {
                 #expect(await transport.refusal(of: url) == nil)
@@ -88,6 +88,25 @@ struct WebhookAddressTests {
         }
     }
 
+    @Test("with private networks allowed nothing is pinned: a receiver on localhost is reached by the client's lookup")
+    func unpinnedWhenPrivateAllowed() async throws {
+        let receiver = WebhookReceiver()
+        try await receiver.run { local in
+            let url = local.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+            let transport = WebhookTransport(allowPrivate: true)
+            #expect(await transport.refusal(of: url) == nil)
+            let result = await transport.send(Self.request(url))
+            // (And a name no lookup knows is for the client to fail on, not refused before it is tried.)
+            let unknown = url.replacingOccurrences(of: "localhost", with: "nowhere.liverelay.invalid")
+            #expect(await transport.refusal(of: unknown) == nil)
+            let failed = await transport.send(Self.request(unknown))
+            await transport.shutdown()
+            #expect(result.delivered, "\(result)")
+            #expect(!failed.delivered && failed.error?.hasPrefix("no answer:") == true, "\(failed)")
+            #expect(receiver.received.count == 1)
+        }
+    }
+
     @Test("without private networks allowed, a name that resolves to loopback is refused, even sent unchecked")
     func privateAddressRefused() async throws {
         let receiver = WebhookReceiver()
@@ -95,7 +114,7 @@ struct WebhookAddressTests {
             let url = local.replacingOccurrences(of: "127.0.0.1", with: "inside.liverelay.invalid")
             let resolver = Resolver([[93, 184, 216, 34]], [[127, 0, 0, 1]])
             let transport = WebhookTransport(
-                guardrail: WebhookURLGuard(allowPrivate: false) { try resolver.resolve($0) })
+                guardrail: WebhookURLGuard(allowPrivate: false) { try resolver.resolve($0) }, pinning: true)
             // Public at registration, loopback when the request is made: the send checks again and refuses.
             #expect(await WebhookURLGuard(allowPrivate: false) { try resolver.resolve($0) }.refusal(of: url) == nil)
             let sent = await transport.send(Self.request(url))
