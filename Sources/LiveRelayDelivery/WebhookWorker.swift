@@ -156,17 +156,16 @@ public final class WebhookWorker: Service, Sendable {
             if chains[chain] == nil { order.append(chain) }
             chains[chain, default: []].append(row)
         }
-        // Each endpoint's address is checked once a claim (a name may resolve somewhere else than when registered).
-        var refusals: [String: String?] = [:]
-        for url in Set(rows.map(\.request.url)) { refusals[url] = await sender.refusal(of: url) }
-        let checked = refusals
+        // Each endpoint's address is checked once a claim (a name may resolve somewhere else than when registered), by
+        // its own lanes: a slow lookup holds up only its endpoint.
+        let checks = EndpointChecks(sender: sender)
         for chain in order {
             guard let endpoint = lanes.add(chains[chain]!) else { continue }
             senders.addTask {
                 while let chainRows = lanes.next(for: endpoint) {
                     var outcomes: [WebhookOutboxStore.Outcome] = []
                     for row in chainRows {
-                        let outcome = await self.deliver(row, refusal: checked[row.request.url] ?? nil)
+                        let outcome = await self.deliver(row, refusal: await checks.refusal(of: row.request.url))
                         outcomes.append(outcome)
                         // The rest of the chain waits behind a row that was not delivered.
                         if outcome.status == .retrying { break }
