@@ -15,6 +15,8 @@ public final class WebhookTransport: WebhookSender {
     public static let maximumAnswerBytes = 64 * 1024
 
     private let clients: WebhookClients
+    /// The checks running now, by URL, and how many callers wait for one.
+    private let lookups = Mutex<(running: [String: Task<WebhookURLGuard.Target, Never>], waiting: Int)>(([:], 0))
     private let guardrail: WebhookURLGuard
     /// Whether requests go to the addresses the check allowed (`WebhookClients`). With private networks allowed every
     /// address is, so nothing is pinned: the client resolves each name itself and tries all of its addresses (a dev
@@ -46,7 +48,7 @@ public final class WebhookTransport: WebhookSender {
     /// Checks the URL's host now, and points its client at an address this check allowed.
     public func refusal(of url: String) async -> String? {
         guard pinning else { return await guardrail.refusal(of: url) }
-        switch await guardrail.target(of: url) {
+        switch await lookUp(url) {
         case .refused(let reason):
             return reason
         case .allowed(let host, let addresses):
@@ -64,11 +66,34 @@ public final class WebhookTransport: WebhookSender {
         if let host = WebhookURLGuard.host(of: url).name, let client = clients.pinned(host: host) {
             return .success(client)
         }
-        switch await guardrail.target(of: url) {
+        switch await lookUp(url) {
         case .refused(let reason): return .failure(Refused(reason: reason))
         case .allowed(let host, let addresses): return .success(clients.client(host: host, addresses: addresses))
         }
     }
+
+    /// The guard's check of the URL, shared by every caller that asks while it runs: however many lanes and workers
+    /// want a host that resolves slowly, it is looked up once at a time (each lookup holds a thread of NIO's blocking
+    /// pool, which other endpoints' lookups need too).
+    private func lookUp(_ url: String) async -> WebhookURLGuard.Target {
+        let lookup = lookups.withLock { lookups in
+            lookups.waiting += 1
+            if let lookup = lookups.running[url] { return lookup }
+            let lookup = Task {
+                let target = await self.guardrail.target(of: url)
+                self.lookups.withLock { $0.running[url] = nil }
+                return target
+            }
+            lookups.running[url] = lookup
+            return lookup
+        }
+        let target = await lookup.value
+        lookups.withLock { $0.waiting -= 1 }
+        return target
+    }
+
+    /// How many callers wait for a check now (for tests).
+    var lookupsWaiting: Int { lookups.withLock { $0.waiting } }
 
     struct Refused: Error {
         var reason: String

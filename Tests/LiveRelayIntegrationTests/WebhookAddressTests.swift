@@ -88,6 +88,28 @@ struct WebhookAddressTests {
         }
     }
 
+    @Test("callers that ask while a host's lookup runs share it: one lookup, however many lanes wait")
+    func sharedLookup() async throws {
+        let resolver = Resolver([[93, 184, 216, 34]])
+        let released = Atomic(false)
+        let transport = WebhookTransport(guardrail: WebhookURLGuard(allowPrivate: false) { name in
+            _ = try await pollUntil(timeout: .seconds(30)) { released.load(ordering: .acquiring) }
+            return try resolver.resolve(name)
+        }, pinning: true)
+        let url = "https://shared.liverelay.invalid/hook"
+        async let refusals = withTaskGroup(of: String?.self) { group in
+            for _ in 0..<8 { group.addTask { await transport.refusal(of: url) } }
+            return await group.reduce(into: [String?]()) { $0.append($1) }
+        }
+        #expect(try await pollUntil(timeout: .seconds(10)) { transport.lookupsWaiting == 8 })
+        released.store(true, ordering: .releasing)
+        let answers = await refusals
+        await transport.shutdown()
+        #expect(answers.count == 8 && answers.allSatisfy { $0 == nil }, "\(answers)")
+        #expect(resolver.calls == 1)
+        #expect(transport.lookupsWaiting == 0)
+    }
+
     @Test("with private networks allowed nothing is pinned: a receiver on localhost is reached by the client's lookup")
     func unpinnedWhenPrivateAllowed() async throws {
         let receiver = WebhookReceiver()
