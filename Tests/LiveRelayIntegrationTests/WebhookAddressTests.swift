@@ -27,6 +27,20 @@ struct WebhookAddressTests {
         WebhookRequest(url: url, secret: "whsec_address_0123456789", eventID: UUID(), body: #"{"id":"x"}"#)
     }
 
+    /// Checks the URL and sends to it, `times` times in turn, as the worker does claim after claim (private networks
+    /// allowed, addresses pinned).
+    static func checkAndSend(_ url: String, times: Int, resolver: Resolver) async -> [WebhookResult] {
+        let transport = WebhookTransport(
+            guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) }, pinning: true)
+        var results: [WebhookResult] = []
+        for _ in 0..<times {
+            #expect(await transport.refusal(of: url) == nil)
+            results.append(await transport.send(request(url)))
+        }
+        await transport.shutdown()
+        return results
+    }
+
     @Test("a request goes to the checked address under the URL's own name, without a second lookup")
     func pinnedAddress() async throws {
         let receiver = WebhookReceiver()
@@ -54,14 +68,7 @@ struct WebhookAddressTests {
             let url = local.replacingOccurrences(of: "127.0.0.1", with: "moves.liverelay.invalid")
             // 127.0.0.2 is loopback too, where nothing listens on the receiver's port.
             let resolver = Resolver([[127, 0, 0, 1]], [[127, 0, 0, 2]], [[127, 0, 0, 1]])
-            let transport = WebhookTransport(
-                guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) }, pinning: true)
-            var results: [WebhookResult] = []
-            for _ in 0..<3 {
-                #expect(await transport.refusal(of: url) == nil)
-                results.append(await transport.send(Self.request(url)))
-            }
-            await transport.shutdown()
+            let results = await Self.checkAndSend(url, times: 3, resolver: resolver)
             #expect(results.map(\.delivered) == [true, false, true], "\(results)")
             #expect(results[1].error == "no answer: connection failed: Connection refused", "\(results[1])")
             #expect(receiver.received.count == 2)
@@ -75,14 +82,7 @@ struct WebhookAddressTests {
             let url = local.replacingOccurrences(of: "127.0.0.1", with: "pair.liverelay.invalid")
             // Nothing listens on the receiver's port at 127.0.0.2, the first address the name gives.
             let resolver = Resolver([[127, 0, 0, 2], [127, 0, 0, 1]])
-            let transport = WebhookTransport(
-                guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) }, pinning: true)
-            var results: [WebhookResult] = []
-            for _ in 0..<3 {
-                #expect(await transport.refusal(of: url) == nil)
-                results.append(await transport.send(Self.request(url)))
-            }
-            await transport.shutdown()
+            let results = await Self.checkAndSend(url, times: 3, resolver: resolver)
             #expect(results.map(\.delivered) == [false, true, true], "\(results)")
             #expect(receiver.received.count == 2)
         }
