@@ -48,13 +48,8 @@ public final class WebhookTransport: WebhookSender {
     /// Checks the URL's host now, and points its client at an address this check allowed.
     public func refusal(of url: String) async -> String? {
         guard pinning else { return await guardrail.refusal(of: url) }
-        switch await lookUp(url) {
-        case .refused(let reason):
-            return reason
-        case .allowed(let host, let addresses):
-            _ = clients.client(host: host, addresses: addresses)
-            return nil
-        }
+        if case .failure(let refused) = await checkAndPin(url) { return refused.reason }
+        return nil
     }
 
     /// The client that sends to the URL: its host's, checked already by `refusal(of:)` or now.
@@ -66,9 +61,14 @@ public final class WebhookTransport: WebhookSender {
         if let host = WebhookURLGuard.host(of: url).name, let client = clients.pinned(host: host) {
             return .success(client)
         }
+        return await checkAndPin(url)
+    }
+
+    /// Looks the URL's host up and checks it; its client is then pinned to an address the check allowed.
+    private func checkAndPin(_ url: String) async -> Result<HTTPClient, Refused> {
         switch await lookUp(url) {
-        case .refused(let reason): return .failure(Refused(reason: reason))
-        case .allowed(let host, let addresses): return .success(clients.client(host: host, addresses: addresses))
+        case .refused(let reason): .failure(Refused(reason: reason))
+        case .allowed(let host, let addresses): .success(clients.client(host: host, addresses: addresses))
         }
     }
 

@@ -27,11 +27,25 @@ struct WebhookAddressTests {
         WebhookRequest(url: url, secret: "whsec_address_0123456789", eventID: UUID(), body: #"{"id":"x"}"#)
     }
 
+    /// A transport that pins addresses, resolving with `resolver`.
+    static func pinningTransport(allowPrivate: Bool = true, _ resolver: Resolver) -> WebhookTransport {
+        WebhookTransport(
+            guardrail: WebhookURLGuard(allowPrivate: allowPrivate) { try resolver.resolve($0) }, pinning: true)
+    }
+
+    /// Runs a receiver on loopback while `body` runs with it and its URL, whose host is `host`.
+    static func withReceiver(host: String, _ body: @Sendable (WebhookReceiver, String) async throws -> Void)
+        async throws {
+        let receiver = WebhookReceiver()
+        try await receiver.run { local in
+            try await body(receiver, local.replacingOccurrences(of: "127.0.0.1", with: host))
+        }
+    }
+
     /// Checks the URL and sends to it, `times` times in turn, as the worker does claim after claim (private networks
     /// allowed, addresses pinned).
     static func checkAndSend(_ url: String, times: Int, resolver: Resolver) async -> [WebhookResult] {
-        let transport = WebhookTransport(
-            guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) }, pinning: true)
+        let transport = pinningTransport(resolver)
         var results: [WebhookResult] = []
         for _ in 0..<times {
             #expect(await transport.refusal(of: url) == nil)
@@ -43,12 +57,9 @@ struct WebhookAddressTests {
 
     @Test("a request goes to the checked address under the URL's own name, without a second lookup")
     func pinnedAddress() async throws {
-        let receiver = WebhookReceiver()
-        try await receiver.run { local in
-            let url = local.replacingOccurrences(of: "127.0.0.1", with: "hooks.liverelay.invalid")
+        try await Self.withReceiver(host: "hooks.liverelay.invalid") { receiver, url in
             let resolver = Resolver([[127, 0, 0, 1]])
-            let transport = WebhookTransport(
-                guardrail: WebhookURLGuard(allowPrivate: true) { try resolver.resolve($0) }, pinning: true)
+            let transport = Self.pinningTransport(resolver)
             #expect(await transport.refusal(of: url) == nil)
             let first = await transport.send(Self.request(url))
             let second = await transport.send(Self.request(url))
@@ -56,16 +67,14 @@ struct WebhookAddressTests {
             // The system resolver knows no `.invalid` name: the requests went by the checked address.
             #expect(first.delivered && second.delivered, "\(first) \(second)")
             #expect(resolver.calls == 1)
-            let port = try #require(URLComponents(string: local)?.port)
+            let port = try #require(URLComponents(string: url)?.port)
             #expect(receiver.received.map(\.host) == Array(repeating: "hooks.liverelay.invalid:\(port)", count: 2))
         }
     }
 
     @Test("a name that resolves elsewhere at the next check is sent to its new address, not the old one")
     func addressFollowsTheCheck() async throws {
-        let receiver = WebhookReceiver()
-        try await receiver.run { local in
-            let url = local.replacingOccurrences(of: "127.0.0.1", with: "moves.liverelay.invalid")
+        try await Self.withReceiver(host: "moves.liverelay.invalid") { receiver, url in
             // 127.0.0.2 is loopback too, where nothing listens on the receiver's port.
             let resolver = Resolver([[127, 0, 0, 1]], [[127, 0, 0, 2]], [[127, 0, 0, 1]])
             let results = await Self.checkAndSend(url, times: 3, resolver: resolver)
@@ -77,9 +86,7 @@ struct WebhookAddressTests {
 
     @Test("a name with several addresses moves on to the next one after a connection to one failed")
     func unreachableAddress() async throws {
-        let receiver = WebhookReceiver()
-        try await receiver.run { local in
-            let url = local.replacingOccurrences(of: "127.0.0.1", with: "pair.liverelay.invalid")
+        try await Self.withReceiver(host: "pair.liverelay.invalid") { receiver, url in
             // Nothing listens on the receiver's port at 127.0.0.2, the first address the name gives.
             let resolver = Resolver([[127, 0, 0, 2], [127, 0, 0, 1]])
             let results = await Self.checkAndSend(url, times: 3, resolver: resolver)
@@ -112,9 +119,7 @@ struct WebhookAddressTests {
 
     @Test("with private networks allowed nothing is pinned: a receiver on localhost is reached by the client's lookup")
     func unpinnedWhenPrivateAllowed() async throws {
-        let receiver = WebhookReceiver()
-        try await receiver.run { local in
-            let url = local.replacingOccurrences(of: "127.0.0.1", with: "localhost")
+        try await Self.withReceiver(host: "localhost") { receiver, url in
             let transport = WebhookTransport(allowPrivate: true)
             #expect(await transport.refusal(of: url) == nil)
             let result = await transport.send(Self.request(url))
@@ -131,12 +136,9 @@ struct WebhookAddressTests {
 
     @Test("without private networks allowed, a name that resolves to loopback is refused, even sent unchecked")
     func privateAddressRefused() async throws {
-        let receiver = WebhookReceiver()
-        try await receiver.run { local in
-            let url = local.replacingOccurrences(of: "127.0.0.1", with: "inside.liverelay.invalid")
+        try await Self.withReceiver(host: "inside.liverelay.invalid") { receiver, url in
             let resolver = Resolver([[93, 184, 216, 34]], [[127, 0, 0, 1]])
-            let transport = WebhookTransport(
-                guardrail: WebhookURLGuard(allowPrivate: false) { try resolver.resolve($0) }, pinning: true)
+            let transport = Self.pinningTransport(allowPrivate: false, resolver)
             // Public at registration, loopback when the request is made: the send checks again and refuses.
             #expect(await WebhookURLGuard(allowPrivate: false) { try resolver.resolve($0) }.refusal(of: url) == nil)
             let sent = await transport.send(Self.request(url))
