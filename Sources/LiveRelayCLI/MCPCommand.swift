@@ -19,8 +19,10 @@ struct MCPCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = bootstrapLogging()
         let connector = databaseConnectorFromEnvironment()
-        let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger)
-        let tools = RelayTools(store: RelayStore(client: pool, logger: logger), logger: logger)
+        let pool = connector.makePool(logger: logger)
+        let store = RelayStore(
+            client: pool, logger: logger, diagnose: { await connector.connectionProblem(logger: logger) })
+        let tools = RelayTools(store: store, logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await pool.run() }
             try await MCPStdioServer(tools: tools).run()

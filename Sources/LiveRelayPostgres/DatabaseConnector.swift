@@ -39,7 +39,8 @@ public struct DatabaseConnector: Sendable {
             database: database.isEmpty ? nil : database,
             tls: tls
         )
-        configuration.options.connectTimeout = .nanoseconds(Int64(connectTimeout.components.seconds) * 1_000_000_000)
+        // A second beyond the deadline of `connect`, so that the deadline, whose error names the server, fires first.
+        configuration.options.connectTimeout = .seconds(connectTimeout.components.seconds + 1)
         configuration.options.additionalStartupParameters = [
             ("application_name", applicationName),
             ("statement_timeout", "30s"),
@@ -68,10 +69,17 @@ public struct DatabaseConnector: Sendable {
     public func connect(logger: Logger, on eventLoop: (any EventLoop)? = nil) async throws -> PostgresConnection {
         let configuration = self.configuration
         let id = ids.next()
-        return try await withDeadline(connectTimeout, what: "connecting to PostgreSQL") {
-            let connection = try await PostgresConnection.connect(
-                on: eventLoop ?? PostgresConnection.defaultEventLoopGroup.any(),
-                configuration: configuration, id: id, logger: logger)
+        let server = "PostgreSQL at \(configuration.host ?? "?"):\(configuration.port ?? 5432)"
+        return try await withDeadline(connectTimeout, what: "connecting to \(server)") {
+            let connection: PostgresConnection
+            do {
+                connection = try await PostgresConnection.connect(
+                    on: eventLoop ?? PostgresConnection.defaultEventLoopGroup.any(),
+                    configuration: configuration, id: id, logger: logger)
+            } catch let error as PSQLError where error.code == .serverClosedConnection {
+                // Its own description names neither the server nor the step.
+                throw ConnectionClosedAtLogin(server: server)
+            }
             if Task.isCancelled {
                 try? await connection.close()
                 throw CancellationError()
@@ -100,6 +108,12 @@ public struct DatabaseConnector: Sendable {
 public struct DatabaseURLError: Error, CustomStringConvertible {
     public var problem: String
     public var description: String { "DATABASE_URL \(problem)" }
+}
+
+/// The server (or something on the way) closed the connection before the login ended.
+struct ConnectionClosedAtLogin: Error, CustomStringConvertible {
+    var server: String
+    var description: String { "cannot connect to \(server): the connection was closed before the login ended" }
 }
 
 /// An operation did not finish in time.
@@ -171,12 +185,13 @@ extension DatabaseConnector {
 }
 
 /// An error as a log line without bind values: PostgresNIO's debug description carries the query's binds (tokens,
-/// secrets), so for a `PSQLError` only its code, SQLSTATE and the server's message are kept.
+/// secrets), so for a `PSQLError` only the server's message and SQLSTATE are kept, or why no connection was made.
 public func safeDescription(_ error: any Error) -> String {
     if let error = error as? PSQLError {
-        let state = error.serverInfo?[.sqlState].map { " \($0)" } ?? ""
-        let message = error.serverInfo?[.message].map { ": \($0)" } ?? ""
-        return "PSQLError \(error.code)\(state)\(message)"
+        if let failure = ConnectionFailure.describe(error) { return failure }
+        guard let message = error.serverInfo?[.message] else { return "PSQLError \(error.code)" }
+        let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+        return "PostgreSQL: \(message)\(state)"
     }
     if let error = error as? PostgresTransactionError {
         return "transaction failed: " + [error.beginError, error.closureError, error.commitError, error.rollbackError]

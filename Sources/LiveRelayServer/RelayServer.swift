@@ -64,7 +64,7 @@ public struct RelayServer: Sendable {
         let listener = WakeupListener(connector: connector, logger: logger)
         return makeAPI(
             listener: listener, hub: BroadcastHub(connector: connector, listener: listener, logger: logger),
-            pool: PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger),
+            pool: connector.makePool(logger: logger),
             metrics: RelayMetrics(),
             credentialsMinted: { [:] }, auth: Authenticator(adminToken: nil, tokenSecret: "unused")
         ).routeSignatures()
@@ -127,7 +127,7 @@ public struct RelayServer: Sendable {
         // Which apps are open, shared with the cluster (not tracked when the policy is off).
         let presence = configuration.delivery.foregroundPolicy == .off
             ? nil : PresenceTracker(connector: connector, logger: logger)
-        let pool = PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger)
+        let pool = connector.makePool(logger: logger)
         let tokenSecret = try await publishSettings()
         let router = makeAPI(
             listener: listener, hub: hub, pool: pool, metrics: metrics, credentialsMinted: transports.credentialsMinted,

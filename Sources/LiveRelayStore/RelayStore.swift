@@ -12,11 +12,21 @@ public struct RelayStore: Sendable {
     public let logger: Logger
     /// How long one operation may wait for the database (`PostgresClient` waits forever for an unreachable server).
     public var deadline: Duration
+    /// Says why no connection can be made (a direct attempt: `DatabaseConnector.connectionProblem`), or nil when one
+    /// can. When set, a call still waiting after a second asks it, and a reason ends the wait with that reason:
+    /// "cannot connect to PostgreSQL at db:5432: Connection refused" at once, where the call would have answered
+    /// "the database did not answer in time" at its deadline. For an operator's own tools (`liverelay mcp`): the
+    /// reason names the database's address, which the relay's public routes do not tell their callers.
+    public var diagnose: (@Sendable () async -> String?)?
 
-    public init(client: PostgresClient, logger: Logger, deadline: Duration = .seconds(10)) {
+    public init(
+        client: PostgresClient, logger: Logger, deadline: Duration = .seconds(10),
+        diagnose: (@Sendable () async -> String?)? = nil
+    ) {
         self.client = client
         self.logger = logger
         self.deadline = deadline
+        self.diagnose = diagnose
     }
 
     /// Runs `body` on a pooled connection within the deadline; the database's refusals become `StoreError`.
@@ -24,8 +34,10 @@ public struct RelayStore: Sendable {
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         do {
-            return try await withDeadline(deadline, what: "waiting for the database") {
-                try await client.withConnection { connection in try await body(connection) }
+            return try await withDeadline(deadline, what: "waiting for the database") { [client, diagnose] in
+                try await Self.diagnosing(diagnose) {
+                    try await client.withConnection { connection in try await body(connection) }
+                }
             }
         } catch let error as StoreError {
             throw error
@@ -33,6 +45,28 @@ public struct RelayStore: Sendable {
             throw StoreError.unavailable("the database did not answer in time")
         } catch let error where Self.refusal(error) != nil {
             throw Self.refusal(error)!
+        }
+    }
+
+    /// Runs `operation`; with `diagnose`, asks it why after a second of waiting, and throws its reason when it has one.
+    private static func diagnosing<Result: Sendable>(
+        _ diagnose: (@Sendable () async -> String?)?, _ operation: @escaping @Sendable () async throws -> Result
+    ) async throws -> Result {
+        guard let diagnose else { return try await operation() }
+        return try await withThrowingTaskGroup(of: Result?.self) { group in
+            group.addTask { try await operation() }
+            group.addTask {
+                try await Task.sleep(for: .seconds(1))
+                if let problem = await diagnose() { throw StoreError.unavailable(problem) }
+                // The database can be reached: the operation, or the caller's deadline, ends the wait.
+                try await Task.sleep(for: .seconds(86_400))
+                return nil
+            }
+            defer { group.cancelAll() }
+            while let finished = try await group.next() {
+                if let result = finished { return result }
+            }
+            throw CancellationError()
         }
     }
 

@@ -11,7 +11,7 @@ public enum StoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case refused(String)
     /// The write conflicts with what it names: a row that must be unique exists, or the activity is not active.
     case conflict(String)
-    /// The database did not answer in time.
+    /// The database did not answer in time, or (with `RelayStore.diagnose`) cannot be reached: why.
     case unavailable(String)
 
     public var message: String {

@@ -192,3 +192,23 @@ def test_refusals_are_tool_errors_and_write_nothing(stack):
         assert field(result, "isError"), (name, arguments)
         assert expected in text(result), (expected, text(result))
     assert stack.sql("SELECT count(*), max(updated_at) FROM device_live_activity_message") == before
+
+
+def test_over_stdio_an_unreachable_database_is_named_in_the_answer_and_not_logged_every_second(stack, tmp_path):
+    # Port 1 of the database's host: nothing listens there, so every connection is refused.
+    unreachable = re.sub(r"@([^:/]+):\d+/", r"@\1:1/", stack.database_url)
+    errlog = open(tmp_path / "stderr.txt", "w+")
+
+    async def run():
+        parameters = StdioServerParameters(command=stack.binary, args=["mcp"], env=dict(
+            os.environ, DATABASE_URL=unreachable, LIVERELAY_SQL_DIR=os.path.dirname(stack.binary)))
+        async with stdio_client(parameters, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await session.call_tool("list_devices", {})
+    result = asyncio.run(run())
+    assert field(result, "isError")
+    host = re.search(r"@([^:/]+):\d+/", stack.database_url).group(1)
+    assert text(result) == f"cannot connect to PostgreSQL at {host}:1: Connection refused", text(result)
+    errlog.seek(0)
+    assert "Connection creation failed" not in errlog.read()
