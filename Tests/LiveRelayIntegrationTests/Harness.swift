@@ -187,7 +187,8 @@ struct Harness: Sendable {
         timeout: Duration = .seconds(20), _ query: PostgresQuery, sourceLocation: SourceLocation = #_sourceLocation
     ) async throws {
         if try await pollUntil(timeout: timeout, every: .milliseconds(20), {
-            try await rows(query, as: Bool.self).first == true
+            // NULL is "not yet": an aggregate over no rows (the relay's gate row before its listener first wrote it).
+            try await rows(query, as: Bool?.self).first == true
         }) { return }
         Issue.record("timed out waiting for \(query.sql)", sourceLocation: sourceLocation)
         throw TimedOut()
