@@ -229,7 +229,7 @@ let package = Package(
             name: "LiveRelayCLI",
             dependencies: [
                 "LiveRelayServer", "LiveRelayDevSupport", "APNsSimulator", "FCMSimulator", "LiveRelayMCP",
-                "LiveRelayStore",
+                "LiveRelayStore", "LiveRelayHTTPServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

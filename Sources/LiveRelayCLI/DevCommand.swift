@@ -7,6 +7,7 @@ import LiveRelayPostgres
 import LiveRelayServer
 import LiveRelayStore
 import LiveRelayDevSupport
+import LiveRelayHTTPServer
 import Logging
 import ServiceLifecycle
 
@@ -24,8 +25,9 @@ struct DevCommand: AsyncParsableCommand {
         let logger = bootstrapLogging()
         let state = URL(fileURLWithPath: stateDirectory).standardizedFileURL.path
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        DevStateLock.acquire(state: state)
 
-        // PostgreSQL: created once, started now, stopped when we stop.
+        // PostgreSQL: created once, started now, stopped when we stop (the lock says no other `dev` uses it).
         let postgres = try startPostgres(state: state)
         defer { try? postgres.stop() }
         let databaseURL = environment["DATABASE_URL"] ?? postgres.url(database: "liverelay")
@@ -111,7 +113,17 @@ struct DevCommand: AsyncParsableCommand {
             }
             // The relay returns on Ctrl-C (graceful shutdown); then the simulators shut down gracefully too, closing
             // their connections rather than being cancelled (which their servers log as an error).
-            try await group.next()
+            do {
+                try await group.next()
+            } catch {
+                // The relay could not start (its port is taken, say): the simulators still stop gracefully, and the
+                // error ends `run` (not `fail`, which would exit without the `defer` that stops PostgreSQL).
+                await simulators.triggerGracefulShutdown()
+                try? await group.waitForAll()
+                guard let error = error as? ListenCheck.Unavailable else { throw error }
+                FileHandle.standardError.write(Data("liverelay: \(error)\n".utf8))
+                throw ExitCode.failure
+            }
             await simulators.triggerGracefulShutdown()
             try await group.waitForAll()
         }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LiveRelayCore
+import LiveRelayHTTPServer
 import LiveRelayPostgres
 import LiveRelayServer
 
@@ -32,7 +33,11 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             fail("liverelay: cannot prepare the database: \(safeDescription(error))")
         }
-        try await server.run()
+        do {
+            try await server.run()
+        } catch let error as ListenCheck.Unavailable {
+            fail("liverelay: \(error)")
+        }
     }
 }
 

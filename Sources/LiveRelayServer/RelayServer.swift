@@ -94,6 +94,8 @@ public struct RelayServer: Sendable {
     /// Runs until cancelled or until SIGTERM/SIGINT, then drains in-flight batches and stops.
     /// - Parameter onReady: called with the HTTP port once the server listens.
     public func run(handleSignals: Bool = true, onReady: (@Sendable (Int) async -> Void)? = nil) async throws {
+        // A port another process holds stops start-up here, with one sentence, before any worker starts.
+        try await ListenCheck.check(host: configuration.host, port: configuration.port)
         // The listener and the first worker share a loop: a wake-up rings that worker on the thread that read it.
         let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
         let listener = WakeupListener(connector: connector, eventLoop: loops[0], logger: logger)

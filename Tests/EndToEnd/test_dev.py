@@ -1,11 +1,15 @@
 """`liverelay dev` ended as a user ends it: Ctrl-C stops the relay, both simulators and the PostgreSQL cluster, and
-nothing in its output says something went wrong."""
+nothing in its output says something went wrong. Started a second time, it says why it cannot run and leaves the
+first one (and the machine) as they were."""
 import os
 import re
+import shutil
 import signal
+import subprocess
+import tempfile
 import time
 
-from devstack import DevStack
+from devstack import DevStack, free_port
 
 
 def test_ctrl_c_stops_the_relay_the_simulators_and_the_cluster_cleanly():
@@ -35,3 +39,37 @@ def running(pid):
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def second_dev(stack, state, port):
+    env = dict(os.environ, PORT=str(port), LIVERELAY_SQL_DIR=os.path.dirname(stack.binary), LOG_LEVEL="warning")
+    for name in ("DATABASE_URL", "LIVERELAY_ADMIN_TOKEN", "APNS_KEY_ID", "FCM_SERVICE_ACCOUNT_FILE"):
+        env.pop(name, None)
+    return subprocess.run([stack.binary, "dev", "--state-directory", state], env=env, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_a_second_dev_on_the_same_folder_refuses_and_the_first_keeps_its_database(stack):
+    # It used to start, share the first one's PostgreSQL, fail on the port, and stop that PostgreSQL as it exited.
+    second = second_dev(stack, stack.state, port=free_port())
+    assert second.returncode == 1, second.stdout + second.stderr
+    assert f"liverelay dev is already running with {stack.state} (process {stack.process.pid})" in second.stderr, \
+        second.stderr
+    assert stack.sql("SELECT 1") == [(1,)]
+    stack.sql("UPDATE activity_registration SET content_state = content_state || '{\"lastMessage\": \"still here\"}'"
+              " WHERE session_id = 'demo-session' AND platform = 'ios'")
+    stack.wait_for_push(lambda push: push["payload"]["aps"].get("content-state", {}).get("lastMessage") == "still here")
+
+
+def test_a_dev_whose_port_is_taken_says_so_and_leaves_no_cluster_running(stack):
+    state = tempfile.mkdtemp(prefix="liverelay-e2e-port-")
+    os.chmod(state, 0o755)
+    try:
+        second = second_dev(stack, state, port=stack.port)
+        assert second.returncode == 1, second.stdout + second.stderr
+        assert f"liverelay: cannot listen on 127.0.0.1:{stack.port}: Address already in use" in second.stderr, \
+            second.stderr
+        assert "bind(descriptor" not in second.stdout + second.stderr
+        assert not os.path.exists(os.path.join(state, "pg", "postmaster.pid")), "its PostgreSQL still runs"
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
