@@ -95,7 +95,8 @@ struct DevCommand: AsyncParsableCommand {
             do {
                 configuration = try RelayConfiguration.fromEnvironment(relayEnvironment, files: LocalFiles())
             } catch {
-                fail("\(error)")
+                // Through the `defer` that stops PostgreSQL (`fail` would exit without it), simulators stopped.
+                try await stop(simulators, in: &group, saying: "\(error)")
             }
             let server = try RelayServer(configuration: configuration, migrator: try loadMigrator(), logger: logger)
             _ = try await server.migrate()
@@ -115,18 +116,23 @@ struct DevCommand: AsyncParsableCommand {
             // their connections rather than being cancelled (which their servers log as an error).
             do {
                 try await group.next()
-            } catch {
-                // The relay could not start (its port is taken, say): the simulators still stop gracefully, and the
-                // error ends `run` (not `fail`, which would exit without the `defer` that stops PostgreSQL).
-                await simulators.triggerGracefulShutdown()
-                try? await group.waitForAll()
-                guard let error = error as? ListenCheck.Unavailable else { throw error }
-                FileHandle.standardError.write(Data("liverelay: \(error)\n".utf8))
-                throw ExitCode.failure
+            } catch let error as ListenCheck.Unavailable {
+                try await stop(simulators, in: &group, saying: "liverelay: \(error)")
             }
             await simulators.triggerGracefulShutdown()
             try await group.waitForAll()
         }
+    }
+
+    /// Ends `run` on a problem the user must fix, with its sentence: the simulators stop gracefully (a cancelled
+    /// server logs an error), and `run`'s `defer` stops PostgreSQL, which `fail` would skip by exiting at once.
+    private func stop(
+        _ simulators: ServiceGroup, in group: inout ThrowingTaskGroup<Void, any Error>, saying message: String
+    ) async throws -> Never {
+        await simulators.triggerGracefulShutdown()
+        try? await group.waitForAll()
+        FileHandle.standardError.write(Data("\(message)\n".utf8))
+        throw ExitCode.failure
     }
 
     private func startPostgres(state: String) throws -> LocalPostgres {

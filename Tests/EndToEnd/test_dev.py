@@ -41,10 +41,11 @@ def running(pid):
         return False
 
 
-def second_dev(stack, state, port):
+def second_dev(stack, state, port, **extra):
     env = dict(os.environ, PORT=str(port), LIVERELAY_SQL_DIR=os.path.dirname(stack.binary), LOG_LEVEL="warning")
     for name in ("DATABASE_URL", "LIVERELAY_ADMIN_TOKEN", "APNS_KEY_ID", "FCM_SERVICE_ACCOUNT_FILE"):
         env.pop(name, None)
+    env.update(extra)
     return subprocess.run([stack.binary, "dev", "--state-directory", state], env=env, capture_output=True, text=True,
                           timeout=120)
 
@@ -61,15 +62,21 @@ def test_a_second_dev_on_the_same_folder_refuses_and_the_first_keeps_its_databas
     stack.wait_for_push(lambda push: push["payload"]["aps"].get("content-state", {}).get("lastMessage") == "still here")
 
 
-def test_a_dev_whose_port_is_taken_says_so_and_leaves_no_cluster_running(stack):
-    state = tempfile.mkdtemp(prefix="liverelay-e2e-port-")
-    os.chmod(state, 0o755)
-    try:
-        second = second_dev(stack, state, port=stack.port)
-        assert second.returncode == 1, second.stdout + second.stderr
-        assert f"liverelay: cannot listen on 127.0.0.1:{stack.port}: Address already in use" in second.stderr, \
-            second.stderr
-        assert "bind(descriptor" not in second.stdout + second.stderr
-        assert not os.path.exists(os.path.join(state, "pg", "postmaster.pid")), "its PostgreSQL still runs"
-    finally:
-        shutil.rmtree(state, ignore_errors=True)
+def test_a_dev_whose_port_is_taken_or_whose_setting_is_wrong_says_so_and_leaves_no_cluster_running(stack):
+    # Each is found after its cluster started; `liverelay dev` used to exit without stopping it on a bad setting.
+    cases = [
+        (dict(port=stack.port), f"liverelay: cannot listen on 127.0.0.1:{stack.port}: Address already in use"),
+        (dict(port=free_port(), LIVERELAY_ADMIN_TOKEN="short"),
+         "liverelay: configuration error: LIVERELAY_ADMIN_TOKEN is shorter than 16 characters"),
+    ]
+    for arguments, expected in cases:
+        state = tempfile.mkdtemp(prefix="liverelay-e2e-refused-")
+        os.chmod(state, 0o755)
+        try:
+            second = second_dev(stack, state, **arguments)
+            assert second.returncode == 1, second.stdout + second.stderr
+            assert expected in second.stderr, second.stderr
+            assert "bind(descriptor" not in second.stdout + second.stderr
+            assert not os.path.exists(os.path.join(state, "pg", "postmaster.pid")), "its PostgreSQL still runs"
+        finally:
+            shutil.rmtree(state, ignore_errors=True)
