@@ -150,7 +150,8 @@ extension DatabaseConnector {
     /// Runs `session` on a fresh connection, again and again: after it fails (or the connection drops) it reconnects
     /// with backoff (100 ms doubling to 2 s), until `shouldStop` says so. Each long-running part of the relay owns one.
     /// - Parameters:
-    ///   - role: names the part in the warning logged on each failure.
+    ///   - role: names the part in what it logs: a warning when it fails (repeated once a minute while the failure
+    ///     lasts, `OutageLog`), a notice when it is connected again.
     ///   - onFailure: called after each failure, before the backoff.
     ///   - eventLoop: the loop each connection lives on (by default any of the shared group's).
     public func runReconnecting(
@@ -158,9 +159,15 @@ extension DatabaseConnector {
         onFailure: () -> Void = {}, _ session: (PostgresConnection) async throws -> Void
     ) async {
         var backoff = Duration.milliseconds(100)
+        var outage = OutageLog()
         while !shouldStop() {
             do {
                 let connection = try await connect(logger: logger, on: eventLoop)
+                if let ended = outage.connected(at: .now) {
+                    logger.notice("\(role) is connected to the database again", metadata: [
+                        "failed_attempts": "\(ended.failures)", "after_ms": "\(milliseconds(ended.lasted))",
+                    ])
+                }
                 backoff = .milliseconds(100)
                 do {
                     try await session(connection)
@@ -172,16 +179,26 @@ extension DatabaseConnector {
             } catch {
                 onFailure()
                 if shouldStop() || error is CancellationError { break }
-                let retryMilliseconds = backoff.components.seconds * 1000
-                    + backoff.components.attoseconds / 1_000_000_000_000_000
-                logger.warning("\(role) lost its database connection; reconnecting", metadata: [
-                    "error": "\(safeDescription(error))", "retry_in_ms": "\(retryMilliseconds)",
-                ])
+                let reason = safeDescription(error)
+                var metadata: Logger.Metadata = ["error": "\(reason)", "retry_in_ms": "\(milliseconds(backoff))"]
+                switch outage.failed(reason, at: .now) {
+                case .warning:
+                    if outage.failures > 1 {
+                        metadata["failing_for_s"] = "\(outage.lasting(at: .now).components.seconds)"
+                    }
+                    logger.warning("\(role) lost its database connection; reconnecting", metadata: metadata)
+                case .debug:
+                    logger.debug("\(role) still cannot reach the database; reconnecting", metadata: metadata)
+                }
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, .seconds(2))
             }
         }
     }
+}
+
+private func milliseconds(_ duration: Duration) -> Int64 {
+    duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
 }
 
 /// An error as a log line without bind values: PostgresNIO's debug description carries the query's binds (tokens,
