@@ -20,8 +20,8 @@ struct MCPCommand: AsyncParsableCommand {
         let logger = bootstrapLogging()
         let connector = databaseConnectorFromEnvironment()
         let pool = connector.makePool(logger: logger)
-        let store = RelayStore(
-            client: pool, logger: logger, diagnose: { await connector.connectionProblem(logger: logger) })
+        let probe = ConnectionProbe(connector: connector, logger: logger)
+        let store = RelayStore(client: pool, logger: logger, diagnose: { await probe.problem() })
         let tools = RelayTools(store: store, logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await pool.run() }

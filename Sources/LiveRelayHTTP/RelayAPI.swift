@@ -28,6 +28,10 @@ public struct RelayAPI: Sendable {
     public var webhookGuard: any WebhookURLCheck
     /// Tells the cluster which apps are open (nil with `LIVERELAY_FOREGROUND_PUSH=off`).
     public var presence: PresenceTracker?
+    /// Says whether PostgreSQL can be reached when a request has waited a second for the pool: when it cannot, the
+    /// request answers 503 "the database cannot be reached" then, rather than "did not answer in time" after 10 s.
+    /// (The reason, which names the database's address, stays in the relay's log.)
+    public var databaseProbe: ConnectionProbe?
     public var logger: Logger
 
     public init(migrator: Migrator, listener: WakeupListener, hub: BroadcastHub, pool: PostgresClient,
@@ -49,7 +53,10 @@ public struct RelayAPI: Sendable {
     }
 
     public func makeRouter() -> Router<BasicRequestContext> {
-        let store = RelayStore(client: pool, logger: logger)
+        var store = RelayStore(client: pool, logger: logger)
+        if let probe = databaseProbe {
+            store.diagnose = { await probe.problem() == nil ? nil : "the database cannot be reached" }
+        }
         let health = HealthCheck(store: store, migrator: migrator, listener: listener, hub: hub, logger: logger)
         let router = Router()
         let table = RouteTable()

@@ -56,6 +56,7 @@ public struct RelayServer: Sendable {
             openAPIDocument: openAPIDocument, dashboard: dashboard,
             webhookGuard: WebhookURLGuard(allowPrivate: configuration.delivery.allowPrivateWebhooks), logger: logger)
         api.presence = presence
+        api.databaseProbe = ConnectionProbe(connector: connector, logger: logger)
         return api
     }
 

@@ -12,11 +12,11 @@ public struct RelayStore: Sendable {
     public let logger: Logger
     /// How long one operation may wait for the database (`PostgresClient` waits forever for an unreachable server).
     public var deadline: Duration
-    /// Says why no connection can be made (a direct attempt: `DatabaseConnector.connectionProblem`), or nil when one
-    /// can. When set, a call still waiting after a second asks it, and a reason ends the wait with that reason:
-    /// "cannot connect to PostgreSQL at db:5432: Connection refused" at once, where the call would have answered
-    /// "the database did not answer in time" at its deadline. For an operator's own tools (`liverelay mcp`): the
-    /// reason names the database's address, which the relay's public routes do not tell their callers.
+    /// Says why no connection can be made (`ConnectionProbe`), or nil when one can. When set, a call still waiting
+    /// after a second asks it, and a reason ends the wait with that reason: for `liverelay mcp` "cannot connect to
+    /// PostgreSQL at db:5432: Connection refused" (the operator's own tool), for the relay's routes "the database
+    /// cannot be reached" (which keep the address to themselves), where the call would have answered "the database
+    /// did not answer in time" at its deadline.
     public var diagnose: (@Sendable () async -> String?)?
 
     public init(
@@ -34,33 +34,34 @@ public struct RelayStore: Sendable {
         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         do {
-            return try await withDeadline(deadline, what: "waiting for the database") { [client, diagnose] in
-                try await Self.diagnosing(diagnose) {
-                    try await client.withConnection { connection in try await body(connection) }
-                }
+            return try await withinDeadline { [client] in
+                try await client.withConnection { connection in try await body(connection) }
             }
         } catch let error as StoreError {
             throw error
-        } catch is DeadlineExceeded {
-            throw StoreError.unavailable("the database did not answer in time")
         } catch let error where Self.refusal(error) != nil {
             throw Self.refusal(error)!
         }
     }
 
-    /// Runs `operation`; with `diagnose`, asks it why after a second of waiting, and throws its reason when it has one.
-    private static func diagnosing<Result: Sendable>(
-        _ diagnose: (@Sendable () async -> String?)?, _ operation: @escaping @Sendable () async throws -> Result
+    /// Runs `operation`, cancelling it at the deadline, or (with `diagnose`) once a second's wait has found the
+    /// database unreachable: either way with `StoreError.unavailable`.
+    private func withinDeadline<Result: Sendable>(
+        _ operation: @escaping @Sendable () async throws -> Result
     ) async throws -> Result {
-        guard let diagnose else { return try await operation() }
+        let deadline = self.deadline, diagnose = self.diagnose
         return try await withThrowingTaskGroup(of: Result?.self) { group in
             group.addTask { try await operation() }
             group.addTask {
-                try await Task.sleep(for: .seconds(1))
-                if let problem = await diagnose() { throw StoreError.unavailable(problem) }
-                // The database can be reached: the operation, or the caller's deadline, ends the wait.
-                try await Task.sleep(for: .seconds(86_400))
-                return nil
+                try await Task.sleep(for: deadline)
+                throw StoreError.unavailable("the database did not answer in time")
+            }
+            if let diagnose {
+                group.addTask {
+                    try await Task.sleep(for: .seconds(1))
+                    if let problem = await diagnose() { throw StoreError.unavailable(problem) }
+                    return nil  // It can be reached: the operation or the deadline ends the wait.
+                }
             }
             defer { group.cancelAll() }
             while let finished = try await group.next() {

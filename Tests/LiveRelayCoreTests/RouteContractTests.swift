@@ -24,19 +24,20 @@ struct RouteContractTests {
         func refusal(of url: String) async -> String? { nil }
     }
 
-    static func withRouter(dashboard: DashboardFiles = DashboardFiles(files: [:]),
+    static func withRouter(dashboard: DashboardFiles = DashboardFiles(files: [:]), probing: Bool = false,
                            _ test: @Sendable (any TestClientProtocol) async throws -> Void) async throws {
         let logger = Logger(label: "route-tests")
         // A port nothing listens on; the pool is never run.
         let connector = try DatabaseConnector(url: "postgres://nobody@127.0.0.1:9/none?sslmode=disable")
         let listener = WakeupListener(connector: connector, logger: logger)
-        let api = RelayAPI(
+        var api = RelayAPI(
             migrator: Migrator(migrations: [], repeatable: []), listener: listener,
             hub: BroadcastHub(connector: connector, listener: listener, logger: logger),
             pool: PostgresClient(configuration: connector.clientConfiguration, backgroundLogger: logger),
             metrics: RelayMetrics(), credentialsMinted: { [:] }, auth: auth, defaultBundleID: nil,
             openAPIDocument: Data(#"{"openapi":"3.1.0"}"#.utf8),
             dashboard: dashboard, webhookGuard: AnyURL(), logger: logger)
+        if probing { api.databaseProbe = ConnectionProbe(connector: connector, logger: logger) }
         try await Application(router: api.makeRouter()).test(.router, test)
     }
 
@@ -54,6 +55,18 @@ struct RouteContractTests {
 
     static func json(_ response: TestResponse) -> JSONValue? {
         try? JSONValue(parsing: String(buffer: response.body))
+    }
+
+    @Test("with the database unreachable, a request that needs it answers 503 without the database's address")
+    func databaseUnreachable() async throws {
+        try await Self.withRouter(probing: true) { client in
+            let body = #"{"secret":"pairing","deviceToken":"abcd","bundleId":"dev.example"}"#
+            let reply = try await client.execute(
+                uri: "/v1/device/register", method: .post, body: ByteBuffer(string: body))
+            #expect(reply.status == .serviceUnavailable)
+            // Within the suite's minute: without the probe the request would wait for a pool that never runs.
+            #expect(Self.json(reply)?.objectValue?["error"] == .string("the database cannot be reached"))
+        }
     }
 
     @Test("invalid bodies get 400 naming the field, oversized bodies 413, unknown routes the original 404, all JSON")

@@ -1,0 +1,40 @@
+import Synchronization
+import Testing
+@testable import LiveRelayPostgres
+
+/// The probe a waiting request asks whether PostgreSQL can be reached: one attempt for every caller that asks while it
+/// runs, its answer kept for a while, then asked again.
+@Suite("Connection probe")
+struct ConnectionProbeTests {
+    /// An attempt that counts its calls and answers only when released.
+    final class GatedAttempt: Sendable {
+        let calls = Mutex(0)
+        let release = AsyncStream.makeStream(of: String?.self)
+        func run() async -> String? {
+            calls.withLock { $0 += 1 }
+            var answers = release.stream.makeAsyncIterator()
+            return await answers.next() ?? nil
+        }
+    }
+
+    @Test("callers that ask while an attempt runs share it; the answer is kept, then asked for again")
+    func shared() async throws {
+        let attempt = GatedAttempt()
+        let probe = ConnectionProbe(freshFor: .milliseconds(200)) { await attempt.run() }
+        let refused = "cannot connect to PostgreSQL at db:5432: Connection refused"
+        try await withThrowingTaskGroup(of: String?.self) { group in
+            for _ in 0..<8 { group.addTask { await probe.problem() } }
+            // Seven wait for the one that probes; no sleeping: polled on the probe's own count.
+            while probe.waiting < 7 { await Task.yield() }
+            attempt.release.continuation.yield(refused)
+            for try await answer in group { #expect(answer == refused) }
+        }
+        #expect(attempt.calls.withLock { $0 } == 1)
+        #expect(await probe.problem() == refused, "kept")
+        #expect(attempt.calls.withLock { $0 } == 1)
+        try await Task.sleep(for: .milliseconds(250))
+        attempt.release.continuation.yield(nil)
+        #expect(await probe.problem() == nil, "asked again once the answer is stale: reachable now")
+        #expect(attempt.calls.withLock { $0 } == 2)
+    }
+}
