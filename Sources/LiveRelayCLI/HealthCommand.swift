@@ -34,18 +34,38 @@ struct HealthCommand: AsyncParsableCommand {
         }
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let status: UInt
+        let body: ByteBuffer?
         do {
             let response = try await client.execute(
                 HTTPClientRequest(url: target), timeout: .milliseconds(Int64(timeout * 1000)))
             status = response.status.code
-            _ = try? await response.body.collect(upTo: 64 * 1024)
+            body = try? await response.body.collect(upTo: 64 * 1024)
         } catch {
             try? await client.shutdown()
-            fail("liverelay health: \(target) did not answer: \(error)")
+            fail("liverelay health: \(target) did not answer: \(Self.reason(error))")
         }
         try? await client.shutdown()
-        guard status == 200 else { fail("liverelay health: \(target) answered \(status)") }
+        guard status == 200 else {
+            fail("liverelay health: \(target) answered \(status)\(body.flatMap(Self.failingChecks) ?? "")")
+        }
         print("liverelay health: \(target) answered 200")
+    }
+
+    /// "Connection refused" for a socket's error (AsyncHTTPClient's own description wraps it in NIO's call text).
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
+        if let error = error as? HTTPClientError, error == .deadlineExceeded || error == .connectTimeout {
+            return "no answer in time"
+        }
+        return "\(error)"
+    }
+
+    /// ": not ready: database, listener" for `/ready`'s answer when some checks fail.
+    static func failingChecks(_ body: ByteBuffer) -> String? {
+        struct Ready: Decodable { var checks: [String: Bool] }
+        guard let ready = try? JSONDecoder().decode(Ready.self, from: Data(body.readableBytesView)) else { return nil }
+        let failing = ready.checks.filter { !$0.value }.keys.sorted()
+        return failing.isEmpty ? nil : ": not ready: " + failing.joined(separator: ", ")
     }
 
     /// `http://HOST:PORT/ready`, with loopback in place of a wildcard listen address.
