@@ -26,6 +26,8 @@ public enum ListenCheck {
             let reason = String(cString: strerror(error.errnoCode))
             throw Unavailable(host: host, port: port, reason: error.errnoCode == EADDRINUSE
                 ? "\(reason) (another process listens there; set PORT to another port)" : reason)
+        } catch let error as SocketAddressError.UnknownHost {
+            throw Unavailable(host: host, port: port, reason: "HOST does not resolve (\(error.errorDescription))")
         } catch {
             throw Unavailable(host: host, port: port, reason: "\(error)")
         }
