@@ -149,4 +149,30 @@ struct WebhookAddressTests {
             #expect(receiver.received.isEmpty)
         }
     }
+
+    /// A clock the test moves.
+    final class Clock: Sendable {
+        private let instant = Mutex(ContinuousClock.now)
+        var now: ContinuousClock.Instant { instant.withLock { $0 } }
+        func advance(_ duration: Duration) { instant.withLock { $0 += duration } }
+    }
+
+    @Test("a host not asked for in ten minutes loses its client; a retired client leaves the table once shut down")
+    func idleHostsAreDropped() async throws {
+        let clock = Clock()
+        let clients = WebhookClients(configuration: .init(), idleLimit: .seconds(600), now: { clock.now })
+        _ = clients.client(host: "a.liverelay.invalid", addresses: ["192.0.2.1"])
+        _ = clients.client(host: "b.liverelay.invalid", addresses: ["192.0.2.2"])
+        clock.advance(.seconds(300))
+        #expect(clients.pinned(host: "b.liverelay.invalid") != nil)
+        clock.advance(.seconds(360))
+        // a: 11 minutes without a request; b: 6.
+        _ = clients.client(host: "c.liverelay.invalid", addresses: ["192.0.2.3"])
+        #expect(clients.pinned(host: "a.liverelay.invalid") == nil)
+        #expect(clients.pinned(host: "b.liverelay.invalid") != nil)
+        #expect(clients.counts.pinned == 2)
+        let retired = try await pollUntil(timeout: .seconds(10)) { clients.counts.retiring == 0 }
+        #expect(retired, "a's client was not shut down, or stayed in the table")
+        await clients.shutdown()
+    }
 }
