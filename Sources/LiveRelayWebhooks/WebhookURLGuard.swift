@@ -49,7 +49,10 @@ public struct WebhookURLGuard: WebhookURLCheck {
         } catch {
             return .refused("url's host \(name) does not resolve")
         }
-        let texts = addresses.compactMap(Self.text(of:))
+        // IPv4 first: a pinned client tries one address at a time (no Happy Eyeballs race), and a receiver's IPv6
+        // address is the one more often unreachable from a relay (a container without IPv6 routes); each failure
+        // would cost an event's attempt before the next address is tried.
+        let texts = (addresses.filter { $0.count == 4 } + addresses.filter { $0.count != 4 }).compactMap(Self.text(of:))
         guard !texts.isEmpty else { return .refused("url's host \(name) does not resolve") }
         if !allowPrivate {
             for address in addresses {

@@ -95,6 +95,17 @@ struct WebhookAddressTests {
         }
     }
 
+    @Test("a name with IPv6 and IPv4 addresses is tried at its IPv4 address first")
+    func ipv4First() async throws {
+        try await Self.withReceiver(host: "dual.liverelay.invalid") { receiver, url in
+            // The name answers IPv6 first, at an address that cannot be reached (2001:db8::/32, documentation only).
+            let resolver = Resolver([[0x20, 0x01, 0x0d, 0xb8] + Array(repeating: 0, count: 11) + [1], [127, 0, 0, 1]])
+            let results = await Self.checkAndSend(url, times: 2, resolver: resolver)
+            #expect(results.map(\.delivered) == [true, true], "\(results)")
+            #expect(receiver.received.count == 2)
+        }
+    }
+
     @Test("callers that ask while a host's lookup runs share it: one lookup, however many lanes wait")
     func sharedLookup() async throws {
         let resolver = Resolver([[93, 184, 216, 34]])
