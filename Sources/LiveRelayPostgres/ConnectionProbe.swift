@@ -61,7 +61,10 @@ public final class ConnectionProbe: Sendable {
                 if let answered { continuation.resume(returning: answered) }
             }
         case .probe:
-            let problem = await attempt()
+            // In a task of its own: the caller that happens to probe may be cancelled (its request finished another
+            // way), and a cancelled attempt's error would be the answer every waiting caller got.
+            let attempt = self.attempt
+            let problem = await Task { await attempt() }.value
             let waiting: [CheckedContinuation<String?, Never>] = state.withLock { state in
                 defer { state = .known(problem: problem, at: .now) }
                 if case .probing(let waiting) = state { return waiting }

@@ -4,7 +4,7 @@ import Testing
 
 /// The probe a waiting request asks whether PostgreSQL can be reached: one attempt for every caller that asks while it
 /// runs, its answer kept for a while, then asked again.
-@Suite("Connection probe")
+@Suite("Connection probe", .timeLimit(.minutes(1)))
 struct ConnectionProbeTests {
     /// An attempt that counts its calls and answers only when released.
     final class GatedAttempt: Sendable {
@@ -13,7 +13,9 @@ struct ConnectionProbeTests {
         func run() async -> String? {
             calls.withLock { $0 += 1 }
             var answers = release.stream.makeAsyncIterator()
-            return await answers.next() ?? nil
+            let answer = await answers.next() ?? nil
+            // What a real attempt gives when its task is cancelled: a failure that says nothing about the server.
+            return Task.isCancelled ? "cancelled" : answer
         }
     }
 
@@ -36,5 +38,19 @@ struct ConnectionProbeTests {
         attempt.release.continuation.yield(nil)
         #expect(await probe.problem() == nil, "asked again once the answer is stale: reachable now")
         #expect(attempt.calls.withLock { $0 } == 2)
+    }
+
+    @Test("the caller that probes being cancelled does not cancel the attempt the others wait for")
+    func probingCallerCancelled() async throws {
+        let attempt = GatedAttempt()
+        let probe = ConnectionProbe(freshFor: .seconds(60)) { await attempt.run() }
+        let first = Task { await probe.problem() }
+        while attempt.calls.withLock({ $0 }) < 1 { await Task.yield() }
+        let second = Task { await probe.problem() }
+        while probe.waiting < 1 { await Task.yield() }
+        first.cancel()
+        attempt.release.continuation.yield("refused")
+        #expect(await second.value == "refused")
+        #expect(await first.value == "refused")
     }
 }
