@@ -26,8 +26,8 @@ struct ConnectionProbeTests {
         let refused = "cannot connect to PostgreSQL at db:5432: Connection refused"
         try await withThrowingTaskGroup(of: String?.self) { group in
             for _ in 0..<8 { group.addTask { await probe.problem() } }
-            // Seven wait for the one that probes; no sleeping: polled on the probe's own count.
-            while probe.waiting < 7 { await Task.yield() }
+            // Seven wait for the one that probes (polled on the probe's own count; the time limit ends a wait that hangs).
+            while probe.waiting < 7 { try await Task.sleep(for: .milliseconds(1)) }
             attempt.release.continuation.yield(refused)
             for try await answer in group { #expect(answer == refused) }
         }
@@ -45,9 +45,9 @@ struct ConnectionProbeTests {
         let attempt = GatedAttempt()
         let probe = ConnectionProbe(freshFor: .seconds(60)) { await attempt.run() }
         let first = Task { await probe.problem() }
-        while attempt.calls.withLock({ $0 }) < 1 { await Task.yield() }
+        while attempt.calls.withLock({ $0 }) < 1 { try await Task.sleep(for: .milliseconds(1)) }
         let second = Task { await probe.problem() }
-        while probe.waiting < 1 { await Task.yield() }
+        while probe.waiting < 1 { try await Task.sleep(for: .milliseconds(1)) }
         first.cancel()
         attempt.release.continuation.yield("refused")
         #expect(await second.value == "refused")
