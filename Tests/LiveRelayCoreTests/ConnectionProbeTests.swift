@@ -26,7 +26,7 @@ struct ConnectionProbeTests {
         let refused = "cannot connect to PostgreSQL at db:5432: Connection refused"
         try await withThrowingTaskGroup(of: String?.self) { group in
             for _ in 0..<8 { group.addTask { await probe.problem() } }
-            // Seven wait for the one that probes (polled on the probe's own count; the time limit ends a wait that hangs).
+            // Seven wait for the one that probes (polled on the probe's own count; the time limit ends a hung wait).
             while probe.waiting < 7 { try await Task.sleep(for: .milliseconds(1)) }
             attempt.release.continuation.yield(refused)
             for try await answer in group { #expect(answer == refused) }
