@@ -19,6 +19,9 @@ public struct RelayConfiguration: Sendable {
     public var tokenSecret: String?
     public var logLevel: String = "info"
     public var delivery: DeliveryConfiguration = .init()
+    /// Settings given for a push service that is not configured (`APNS_SANDBOX_URL` with only FCM set up): they do
+    /// nothing, and start-up says so, so that a half-done setup shows.
+    public var ignoredSettings: [String] = []
 
     public init(databaseURL: String, apns: APNsConfiguration?, fcm: FCMConfiguration? = nil) {
         self.databaseURL = databaseURL
@@ -51,6 +54,11 @@ public struct RelayConfiguration: Sendable {
         let fcm = fcmGiven ? try FCMConfiguration.fromEnvironment(&reader) : nil
         let apns = apnsGiven || fcm == nil ? try APNsConfiguration.fromEnvironment(&reader, fcmPossible: true) : nil
         var configuration = RelayConfiguration(databaseURL: databaseURL, apns: apns, fcm: fcm)
+        let apnsOnly = ["APNS_PRODUCTION_URL", "APNS_SANDBOX_URL", "APNS_CHANNELS_PRODUCTION_URL",
+                        "APNS_CHANNELS_SANDBOX_URL", "APNS_BROADCAST_PRODUCTION_URL", "APNS_BROADCAST_SANDBOX_URL",
+                        "APNS_CA_FILE"]
+        configuration.ignoredSettings = ((apns == nil ? apnsOnly : []) + (fcm == nil ? ["FCM_URL", "FCM_CA_FILE"] : []))
+            .filter { reader.optional($0) != nil }
         configuration.defaultBundleID = reader.optional("APNS_DEFAULT_BUNDLE_ID")
         configuration.host = reader.optional("HOST") ?? "127.0.0.1"
         configuration.port = try reader.integer("PORT", default: 8787, range: 0...65535)

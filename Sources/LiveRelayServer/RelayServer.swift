@@ -104,6 +104,11 @@ public struct RelayServer: Sendable {
         let transports = try makeTransports(loops: loops)
         let platforms = configuration.enabledPlatforms.map { "\($0.rawValue) (\($0.transport.rawValue))" }
         logger.notice("push services", metadata: ["platforms": "\(platforms.joined(separator: ", "))"])
+        if !configuration.ignoredSettings.isEmpty {
+            logger.warning("settings of a push service that is not configured are ignored", metadata: [
+                "settings": "\(configuration.ignoredSettings.joined(separator: ", "))",
+            ])
+        }
         // Not awaited: a token endpoint that is slow or refuses must not hold up start-up (shutdown ends it).
         let logger = self.logger
         Task { await transports.warmUp(logger) }

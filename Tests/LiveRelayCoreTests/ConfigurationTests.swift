@@ -31,6 +31,19 @@ struct ConfigurationTests {
         #expect(skip.delivery.foregroundPolicy == .skip && skip.delivery.widgetMinIntervalSeconds == 90)
     }
 
+    @Test("settings of a push service that is not configured are listed as ignored; a configured one's are used")
+    func ignoredSettings() throws {
+        var environment = valid
+        environment["APNS_SANDBOX_URL"] = "https://sandbox.example"
+        environment["FCM_URL"] = "https://fcm.example"
+        environment["FCM_CA_FILE"] = "  "
+        let configuration = try RelayConfiguration.fromEnvironment(environment, files: TestFiles())
+        // APNs is configured, so its URL is used; FCM is not, so its URL does nothing (a blank value is not given).
+        #expect(configuration.apns?.sandboxURL == "https://sandbox.example")
+        #expect(configuration.ignoredSettings == ["FCM_URL"])
+        #expect(try RelayConfiguration.fromEnvironment(valid, files: TestFiles()).ignoredSettings.isEmpty)
+    }
+
     @Test("a short admin token is refused with why and how to make one")
     func shortAdminToken() {
         var environment = valid
