@@ -26,6 +26,16 @@ struct DevCommand: AsyncParsableCommand {
         let state = URL(fileURLWithPath: stateDirectory).standardizedFileURL.path
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         DevStateLock.acquire(state: state)
+        // A port another process holds is said before the cluster starts (the relay checks again as it starts).
+        let portText = environment["PORT"]?.trimmingCharacters(in: .whitespaces) ?? ""
+        // (A PORT that is not a number is the configuration's error to report, below.)
+        if let port = portText.isEmpty ? RelayConfiguration.defaultPort : Int(portText) {
+            do {
+                try await ListenCheck.check(host: environment["HOST"] ?? RelayConfiguration.defaultHost, port: port)
+            } catch {
+                fail("liverelay: \(error)")
+            }
+        }
 
         // PostgreSQL: created once, started now, stopped when we stop (the lock says no other `dev` uses it).
         let postgres = try startPostgres(state: state)

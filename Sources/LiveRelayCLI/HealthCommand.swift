@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import LiveRelayCore
 import NIOCore
 import NIOSSL
 
@@ -70,7 +71,8 @@ struct HealthCommand: AsyncParsableCommand {
 
     /// `http://HOST:PORT/ready`, with loopback in place of a wildcard listen address.
     static func defaultURL(environment: [String: String]) -> String {
-        let port = environment["PORT"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) } ?? 8787
+        let port = environment["PORT"].flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+            ?? RelayConfiguration.defaultPort
         var host = environment["HOST"]?.trimmingCharacters(in: .whitespaces) ?? ""
         if ["", "0.0.0.0", "::", "[::]"].contains(host) { host = "127.0.0.1" }
         if host.contains(":"), !host.hasPrefix("[") { host = "[\(host)]" }

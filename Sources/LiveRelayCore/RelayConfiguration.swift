@@ -4,8 +4,10 @@ import Foundation
 /// Everything `liverelay serve` needs, built from the environment at the edge (README "Commands and
 /// configuration").
 public struct RelayConfiguration: Sendable {
-    public var host: String = "127.0.0.1"
-    public var port: Int = 8787
+    public static let defaultHost = "127.0.0.1"
+    public static let defaultPort = 8787
+    public var host: String = defaultHost
+    public var port: Int = defaultPort
     public var databaseURL: String
     /// APNs, when configured (iOS deliveries).
     public var apns: APNsConfiguration?
@@ -60,8 +62,8 @@ public struct RelayConfiguration: Sendable {
         configuration.ignoredSettings = ((apns == nil ? apnsOnly : []) + (fcm == nil ? ["FCM_URL", "FCM_CA_FILE"] : []))
             .filter { reader.optional($0) != nil }
         configuration.defaultBundleID = reader.optional("APNS_DEFAULT_BUNDLE_ID")
-        configuration.host = reader.optional("HOST") ?? "127.0.0.1"
-        configuration.port = try reader.integer("PORT", default: 8787, range: 0...65535)
+        configuration.host = reader.optional("HOST") ?? defaultHost
+        configuration.port = try reader.integer("PORT", default: defaultPort, range: 0...65535)
         configuration.adminToken = reader.optional("LIVERELAY_ADMIN_TOKEN")
         if let token = configuration.adminToken, token.count < 16 {
             throw ConfigurationError(name: "LIVERELAY_ADMIN_TOKEN", problem: """
