@@ -5,16 +5,23 @@ import Synchronization
 /// many callers ask: one attempt in flight, which every caller that asks meanwhile waits for, and its answer kept for
 /// a second. A request that has waited a while for the pool asks it (`RelayStore.diagnose`), so during an outage
 /// every request would otherwise open a connection of its own.
+///
+/// The attempt runs in a task of its own, and a caller that is cancelled stops waiting at once (answered nil: nothing
+/// known). So a request whose query finished meanwhile is neither held up by the attempt nor, by cancelling it, turns
+/// a cancelled attempt's error into the answer every other caller gets.
 public final class ConnectionProbe: Sendable {
-    private enum State {
-        case idle
-        case probing(waiting: [CheckedContinuation<String?, Never>])
-        case known(problem: String?, at: ContinuousClock.Instant)
+    private typealias Waiter = CheckedContinuation<String?, Never>
+
+    private struct State {
+        var known: (problem: String?, at: ContinuousClock.Instant)?
+        /// Callers waiting for the attempt in flight, by number; nil while none is in flight.
+        var waiting: [Int: Waiter]?
+        var callers = 0
     }
 
     private let attempt: @Sendable () async -> String?
     private let freshFor: Duration
-    private let state = Mutex(State.idle)
+    private let state = Mutex(State())
 
     /// - Parameter attempt: one connection attempt: why it failed, or nil when it succeeded.
     public init(freshFor: Duration = .seconds(1), attempt: @escaping @Sendable () async -> String?) {
@@ -28,58 +35,50 @@ public final class ConnectionProbe: Sendable {
     }
 
     /// Why no connection can be made ("cannot connect to PostgreSQL at db:5432: Connection refused"), or nil when one
-    /// can.
+    /// can (or when the caller is cancelled before the answer).
     public func problem() async -> String? {
-        enum Step { case answer(String?), probe, wait }
-        let freshFor = self.freshFor
-        let step: Step = state.withLock { state in
-            switch state {
-            case .known(let problem, let at) where ContinuousClock.now - at < freshFor: return .answer(problem)
-            case .probing: return .wait
-            case .idle, .known:
-                state = .probing(waiting: [])
-                return .probe
-            }
+        let caller = state.withLock { state in
+            state.callers += 1
+            return state.callers
         }
-        switch step {
-        case .answer(let problem):
-            return problem
-        case .wait:
-            return await withCheckedContinuation { continuation in
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (waiter: Waiter) in
+                let now = ContinuousClock.now
                 let answered: String?? = state.withLock { state in
-                    switch state {
-                    case .probing(var waiting):
-                        waiting.append(continuation)
-                        state = .probing(waiting: waiting)
-                        return nil
-                    case .known(let problem, _):
-                        return .some(problem)
-                    case .idle:
-                        return .some(nil)
+                    if let known = state.known, now - known.at < freshFor { return .some(known.problem) }
+                    if Task.isCancelled { return .some(nil) }
+                    if state.waiting == nil {
+                        state.waiting = [:]
+                        startAttempt()
                     }
+                    state.waiting?[caller] = waiter
+                    return nil
                 }
-                if let answered { continuation.resume(returning: answered) }
+                if let answered { waiter.resume(returning: answered) }
             }
-        case .probe:
-            // In a task of its own: the caller that happens to probe may be cancelled (its request finished another
-            // way), and a cancelled attempt's error would be the answer every waiting caller got.
-            let attempt = self.attempt
-            let problem = await Task { await attempt() }.value
-            let waiting: [CheckedContinuation<String?, Never>] = state.withLock { state in
-                defer { state = .known(problem: problem, at: .now) }
-                if case .probing(let waiting) = state { return waiting }
-                return []
+        } onCancel: {
+            state.withLock { $0.waiting?.removeValue(forKey: caller) }?.resume(returning: nil)
+        }
+    }
+
+    /// Runs the attempt; its answer is kept and given to every caller waiting for it. (Called with the lock held:
+    /// the task takes it only once the attempt is done.)
+    private func startAttempt() {
+        Task { [attempt] in
+            let problem = await attempt()
+            let waiting = state.withLock { state in
+                defer {
+                    state.known = (problem, .now)
+                    state.waiting = nil
+                }
+                return state.waiting ?? [:]
             }
-            for continuation in waiting { continuation.resume(returning: problem) }
-            return problem
+            for waiter in waiting.values { waiter.resume(returning: problem) }
         }
     }
 
     /// Callers waiting for the attempt in flight (for tests).
     var waiting: Int {
-        state.withLock { state in
-            if case .probing(let waiting) = state { return waiting.count }
-            return 0
-        }
+        state.withLock { $0.waiting?.count ?? 0 }
     }
 }
