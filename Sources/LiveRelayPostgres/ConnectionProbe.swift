@@ -21,12 +21,18 @@ public final class ConnectionProbe: Sendable {
 
     private let attempt: @Sendable () async -> String?
     private let freshFor: Duration
+    private let now: @Sendable () -> ContinuousClock.Instant
     private let state = Mutex(State())
 
-    /// - Parameter attempt: one connection attempt: why it failed, or nil when it succeeded.
-    public init(freshFor: Duration = .seconds(1), attempt: @escaping @Sendable () async -> String?) {
+    /// - Parameters:
+    ///   - freshFor: how long an answer is kept.
+    ///   - now: the clock (tests move it).
+    ///   - attempt: one connection attempt: why it failed, or nil when it succeeded.
+    public init(freshFor: Duration = .seconds(1), now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
+                attempt: @escaping @Sendable () async -> String?) {
         self.attempt = attempt
         self.freshFor = freshFor
+        self.now = now
     }
 
     /// Probes `connector` (`DatabaseConnector.connectionProblem`).
@@ -43,7 +49,7 @@ public final class ConnectionProbe: Sendable {
         }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (waiter: Waiter) in
-                let now = ContinuousClock.now
+                let now = now()
                 let answered: String?? = state.withLock { state in
                     if let known = state.known, now - known.at < freshFor { return .some(known.problem) }
                     if Task.isCancelled { return .some(nil) }
@@ -64,11 +70,12 @@ public final class ConnectionProbe: Sendable {
     /// Runs the attempt; its answer is kept and given to every caller waiting for it. (Called with the lock held:
     /// the task takes it only once the attempt is done.)
     private func startAttempt() {
-        Task { [attempt] in
+        Task { [attempt, now] in
             let problem = await attempt()
+            let answeredAt = now()
             let waiting = state.withLock { state in
                 defer {
-                    state.known = (problem, .now)
+                    state.known = (problem, answeredAt)
                     state.waiting = nil
                 }
                 return state.waiting ?? [:]

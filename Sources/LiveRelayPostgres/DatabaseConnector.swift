@@ -127,17 +127,29 @@ public struct DeadlineExceeded: Error, CustomStringConvertible {
 public func withDeadline<Result: Sendable>(
     _ timeout: Duration, what: String, _ operation: @escaping @Sendable () async throws -> Result
 ) async throws -> Result {
+    try await racing(operation) {
+        try await Task.sleep(for: timeout)
+        throw DeadlineExceeded(what: what)
+    }
+}
+
+/// Runs `operation` beside `watchdog`, which ends the wait by throwing (the operation is then cancelled); whichever
+/// ends first ends both. A watchdog that returns leaves the operation to finish on its own.
+public func racing<Result: Sendable>(
+    _ operation: @escaping @Sendable () async throws -> Result,
+    watchdog: @escaping @Sendable () async throws -> Void
+) async throws -> Result {
     try await withThrowingTaskGroup(of: Result?.self) { group in
         group.addTask { try await operation() }
         group.addTask {
-            try await Task.sleep(for: timeout)
+            try await watchdog()
             return nil
         }
         defer { group.cancelAll() }
-        guard let first = try await group.next(), let result = first else {
-            throw DeadlineExceeded(what: what)
+        while let finished = try await group.next() {
+            if let result = finished { return result }
         }
-        return result
+        throw CancellationError()
     }
 }
 

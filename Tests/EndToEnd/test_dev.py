@@ -64,12 +64,13 @@ def test_a_second_dev_on_the_same_folder_refuses_and_the_first_keeps_its_databas
 
 def test_a_dev_whose_port_is_taken_or_whose_setting_is_wrong_says_so_and_leaves_no_cluster_running(stack):
     # Each is found after its cluster started; `liverelay dev` used to exit without stopping it on a bad setting.
+    # (A taken port is found before the cluster is even created; a setting only once the simulators run.)
     cases = [
-        (dict(port=stack.port), f"liverelay: cannot listen on 127.0.0.1:{stack.port}: Address already in use"),
+        (dict(port=stack.port), f"liverelay: cannot listen on 127.0.0.1:{stack.port}: Address already in use", False),
         (dict(port=free_port(), LIVERELAY_ADMIN_TOKEN="short"),
-         "liverelay: configuration error: LIVERELAY_ADMIN_TOKEN is shorter than 16 characters"),
+         "liverelay: configuration error: LIVERELAY_ADMIN_TOKEN is shorter than 16 characters", True),
     ]
-    for arguments, expected in cases:
+    for arguments, expected, cluster_made in cases:
         state = tempfile.mkdtemp(prefix="liverelay-e2e-refused-")
         os.chmod(state, 0o755)
         try:
@@ -78,5 +79,6 @@ def test_a_dev_whose_port_is_taken_or_whose_setting_is_wrong_says_so_and_leaves_
             assert expected in second.stderr, second.stderr
             assert "bind(descriptor" not in second.stdout + second.stderr
             assert not os.path.exists(os.path.join(state, "pg", "postmaster.pid")), "its PostgreSQL still runs"
+            assert os.path.exists(os.path.join(state, "pg")) == cluster_made, os.listdir(state)
         finally:
             shutil.rmtree(state, ignore_errors=True)

@@ -19,10 +19,18 @@ struct ConnectionProbeTests {
         }
     }
 
+    /// A clock the test moves.
+    final class Clock: Sendable {
+        private let instant = Mutex(ContinuousClock.now)
+        var now: ContinuousClock.Instant { instant.withLock { $0 } }
+        func advance(_ duration: Duration) { instant.withLock { $0 += duration } }
+    }
+
     @Test("callers that ask while an attempt runs share it; the answer is kept, then asked for again")
     func shared() async throws {
         let attempt = GatedAttempt()
-        let probe = ConnectionProbe(freshFor: .milliseconds(200)) { await attempt.run() }
+        let clock = Clock()
+        let probe = ConnectionProbe(freshFor: .seconds(1), now: { clock.now }) { await attempt.run() }
         let refused = "cannot connect to PostgreSQL at db:5432: Connection refused"
         try await withThrowingTaskGroup(of: String?.self) { group in
             for _ in 0..<8 { group.addTask { await probe.problem() } }
@@ -34,7 +42,9 @@ struct ConnectionProbeTests {
         #expect(attempt.calls.withLock { $0 } == 1)
         #expect(await probe.problem() == refused, "kept")
         #expect(attempt.calls.withLock { $0 } == 1)
-        try await Task.sleep(for: .milliseconds(250))
+        clock.advance(.milliseconds(999))
+        #expect(await probe.problem() == refused, "still kept")
+        clock.advance(.milliseconds(1))
         attempt.release.continuation.yield(nil)
         #expect(await probe.problem() == nil, "asked again once the answer is stale: reachable now")
         #expect(attempt.calls.withLock { $0 } == 2)

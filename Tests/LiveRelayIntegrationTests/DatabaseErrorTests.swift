@@ -57,7 +57,7 @@ struct DatabaseErrorTests {
                 _ = try await diagnosed.queueDepth()
             }
             // The relay's public routes keep the database's address to themselves.
-            let plain = RelayStore(client: pool, logger: Self.logger, deadline: .seconds(2))
+            let plain = RelayStore(client: pool, logger: Self.logger, deadline: .milliseconds(300))
             await #expect(throws: StoreError.unavailable("the database did not answer in time")) {
                 _ = try await plain.queueDepth()
             }
