@@ -37,12 +37,6 @@ struct DevCommand: AsyncParsableCommand {
             }
         }
 
-        // PostgreSQL: created once, started now, stopped when we stop (the lock says no other `dev` uses it).
-        let postgres = try startPostgres(state: state)
-        defer { try? postgres.stop() }
-        let databaseURL = environment["DATABASE_URL"] ?? postgres.url(database: "liverelay")
-        if environment["DATABASE_URL"] == nil { try postgres.createDatabase("liverelay") }
-
         // APNs: the simulator unless real credentials are configured.
         let useSimulator = environment["APNS_KEY_ID"] == nil
         let keyPath = state + "/apns-key.p8"
@@ -63,6 +57,25 @@ struct DevCommand: AsyncParsableCommand {
         let useFCMSimulator = environment["FCM_SERVICE_ACCOUNT_FILE"] == nil
             && environment["FCM_SERVICE_ACCOUNT"] == nil
         let fcmSimulator = useFCMSimulator ? try DevFCMSimulator(state: state, logger: logger) : nil
+        // An admin token for the dashboard and admin routes, made once and kept (unless one is configured).
+        let adminToken = try environment["LIVERELAY_ADMIN_TOKEN"] ?? DevKeys.loadOrCreateSecret(
+            at: state + "/admin-token")
+        let relaySettings = DevRelaySettings(
+            environment: environment, adminToken: adminToken, apnsSimulator: useSimulator ? (keyPath, caPath) : nil)
+
+        // A bad setting is said before the cluster is created or started: the settings are read once with stand-ins
+        // for the addresses that exist only later (the cluster's and the simulators').
+        do {
+            _ = try RelayConfiguration.fromEnvironment(try relaySettings.trial(fcmSimulator), files: LocalFiles())
+        } catch {
+            fail("\(error)")
+        }
+
+        // PostgreSQL: created once, started now, stopped when we stop (the lock says no other `dev` uses it).
+        let postgres = try startPostgres(state: state)
+        defer { try? postgres.stop() }
+        let databaseURL = environment["DATABASE_URL"] ?? postgres.url(database: "liverelay")
+        if environment["DATABASE_URL"] == nil { try postgres.createDatabase("liverelay") }
 
         var simulatorServices: [any Service] = []
         if useSimulator { simulatorServices.append(simApp) } else { simPortSink.finish() }
@@ -74,38 +87,22 @@ struct DevCommand: AsyncParsableCommand {
 
         try await withThrowingTaskGroup(of: Void.self) { group in
             if !simulatorServices.isEmpty { group.addTask { try await simulators.run() } }
-            var relayEnvironment = environment
-            relayEnvironment["DATABASE_URL"] = databaseURL
-            // An admin token for the dashboard and admin routes, made once and kept (unless one is configured).
-            let adminToken = try environment["LIVERELAY_ADMIN_TOKEN"] ?? DevKeys.loadOrCreateSecret(
-                at: state + "/admin-token")
-            relayEnvironment["LIVERELAY_ADMIN_TOKEN"] = adminToken
-            // Local work sends webhooks to local receivers.
-            let allowPrivate = environment["LIVERELAY_WEBHOOK_ALLOW_PRIVATE"] ?? "true"
-            relayEnvironment["LIVERELAY_WEBHOOK_ALLOW_PRIVATE"] = allowPrivate
             var simPort: Int?
             for await port in simPorts { simPort = port }
-            if useSimulator, let simPort {
-                relayEnvironment["APNS_TEAM_ID"] = "LRDEVTEAM1"
-                relayEnvironment["APNS_KEY_ID"] = "LRDEVKEY01"
-                relayEnvironment["APNS_PRIVATE_KEY_FILE"] = keyPath
-                relayEnvironment["APNS_PRODUCTION_URL"] = "https://127.0.0.1:\(simPort)"
-                relayEnvironment["APNS_SANDBOX_URL"] = "https://127.0.0.1:\(simPort)/sandbox"
-                relayEnvironment["APNS_CHANNELS_PRODUCTION_URL"] = "https://127.0.0.1:\(simPort)"
-                relayEnvironment["APNS_CHANNELS_SANDBOX_URL"] = "https://127.0.0.1:\(simPort)/sandbox"
-                relayEnvironment["APNS_CA_FILE"] = caPath
-                relayEnvironment["APNS_DEFAULT_BUNDLE_ID"] = environment["APNS_DEFAULT_BUNDLE_ID"] ?? DevDemo.bundleID
-            }
             var fcmPort: Int?
+            var fcmSettings: [String: String] = [:]
             if let fcmSimulator {
                 for await port in fcmSimulator.ports { fcmPort = port }
-                if let fcmPort { relayEnvironment.merge(try fcmSimulator.relayEnvironment(port: fcmPort)) { $1 } }
+                if let fcmPort { fcmSettings = try fcmSimulator.relayEnvironment(port: fcmPort) }
             }
             let configuration: RelayConfiguration
             do {
-                configuration = try RelayConfiguration.fromEnvironment(relayEnvironment, files: LocalFiles())
+                let settings = relaySettings.environment(databaseURL: databaseURL, apnsSimulatorPort: simPort)
+                configuration = try RelayConfiguration.fromEnvironment(
+                    settings.merging(fcmSettings) { $1 }, files: LocalFiles())
             } catch {
-                // Through the `defer` that stops PostgreSQL (`fail` would exit without it), simulators stopped.
+                // (Checked before the cluster started; a file changed since.) Through the `defer` that stops
+                // PostgreSQL (`fail` would exit without it), simulators stopped.
                 try await stop(simulators, in: &group, saying: "\(error)")
             }
             let server = try RelayServer(configuration: configuration, migrator: try loadMigrator(), logger: logger)
