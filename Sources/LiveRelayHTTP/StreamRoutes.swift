@@ -13,6 +13,8 @@ import ServiceLifecycle
 public struct StreamRoutes: Sendable {
     /// The stream's path.
     public static let path = "/v1/stream"
+    /// The most missed events one resuming answer carries; a client further behind reconnects for the rest.
+    static let historyPageSize = 1024
 
     let hub: BroadcastHub
     let auth: Authenticator
@@ -56,10 +58,24 @@ public struct StreamRoutes: Sendable {
         let subscriber = StreamSubscriber(limit: StreamSubscriber.defaultLimit)
         let (id, cursor) = hub.subscribe(channels: Set(channels), sink: subscriber)
         var prefix = [SSEFrame.connected]
+        let headers: HTTPFields = [
+            .contentType: "text/event-stream", .cacheControl: "no-cache", HTTPField.Name("X-Accel-Buffering")!: "no",
+        ]
         do {
             if let lastEventID {
-                prefix += try await hub.history(after: lastEventID, through: cursor, channels: channels)
-                    .map(SSEFrame.encode)
+                let page = try await hub.history(
+                    after: lastEventID, through: cursor, channels: channels, limit: Self.historyPageSize)
+                guard page.isComplete else {
+                    // Further behind than a page: this answer is the page, and the client comes straight back for the
+                    // next one with its last id (as a client that falls behind a live stream does).
+                    hub.unsubscribe(id)
+                    let frames = [SSEFrame.morePages] + page.events.map(SSEFrame.encode)
+                    return Response(status: .ok, headers: headers, body: ResponseBody { writer in
+                        try await writer.write(contentsOf: frames)
+                        try await writer.finish(nil)
+                    })
+                }
+                prefix += page.events.map(SSEFrame.encode)
             }
         } catch {
             hub.unsubscribe(id)
@@ -73,9 +89,6 @@ public struct StreamRoutes: Sendable {
             hub.unsubscribe(id, stopping: stopping)
             if let presenceID { presence?.leave(presenceID) }
         }
-        let headers: HTTPFields = [
-            .contentType: "text/event-stream", .cacheControl: "no-cache", HTTPField.Name("X-Accel-Buffering")!: "no",
-        ]
         return Response(status: .ok, headers: headers, body: ResponseBody { [prefix] writer in
             // A stream that is its connection's first request: the hub writes to the connection itself, and no task
             // waits for the client (the connection's close or the server's stop ends the subscription).

@@ -108,6 +108,9 @@ final class StreamSubscriber: StreamSink {
 enum SSEFrame {
     static let connected = ByteBuffer(string: "retry: 2000\n: connected\n\n")
     static let heartbeat = ByteBuffer(string: ": heartbeat\n\n")
+    /// The head of an answer that carries one page of missed events and ends: the client reconnects at once (`retry:
+    /// 0`) with the page's last id for the next.
+    static let morePages = ByteBuffer(string: "retry: 0\n: more events follow; reconnect with Last-Event-ID\n\n")
     /// The comment a stream ends with when the relay shuts down: the client reconnects (to another instance, or to
     /// this one restarted) with Last-Event-ID and misses nothing.
     static let farewell = ByteBuffer(string: ": the relay is shutting down; reconnect with Last-Event-ID\n\n")

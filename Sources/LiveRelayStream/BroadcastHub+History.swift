@@ -3,20 +3,31 @@ import LiveRelayPostgres
 import PostgresNIO
 
 extension BroadcastHub {
-    /// Events after `sequence` up to `through`, on any of `channels`, from the log (for `Last-Event-ID`).
-    public func history(after sequence: Int64, through: Int64, channels: [String]) async throws -> [BroadcastEvent] {
-        guard through > sequence else { return [] }
+    /// The events a resuming client missed, at most a page of them.
+    public struct HistoryPage: Sendable {
+        public var events: [BroadcastEvent]
+        /// False when more events follow the page: the client resumes again from its last event.
+        public var isComplete: Bool
+    }
+
+    /// Events after `sequence` up to `through`, on any of `channels`, from the log (for `Last-Event-ID`): the first
+    /// `limit` of them, so that a client far behind costs one bounded read and one bounded answer at a time.
+    public func history(after sequence: Int64, through: Int64, channels: [String],
+                        limit: Int) async throws -> HistoryPage {
+        guard through > sequence else { return HistoryPage(events: [], isComplete: true) }
         let everything = channels.contains(Self.everyChannel)
         return try await connector.withConnection(logger: logger) { connection in
             var events: [BroadcastEvent] = []
             for try await (seq, rowChannels, event, data) in try await connection.query("""
                 SELECT seq, channels, event, data::text FROM broadcast_log
                 WHERE seq > \(sequence) AND seq <= \(through) AND (\(everything) OR channels && \(channels)::text[])
-                ORDER BY seq
+                ORDER BY seq LIMIT \(limit + 1)
                 """, logger: logger).decode((Int64, [String], String, String).self) {
                 events.append(BroadcastEvent(sequence: seq, channels: rowChannels, name: event, data: data))
             }
-            return events
+            let isComplete = events.count <= limit
+            if !isComplete { events.removeLast() }
+            return HistoryPage(events: events, isComplete: isComplete)
         }
     }
 }

@@ -72,6 +72,7 @@ final class SSEClient: @unchecked Sendable {
                         blocks.append(block)
                     }
                 }
+                blocks.markEnded()
             } catch {}
         }
         self.blocks = blocks
@@ -92,6 +93,10 @@ final class SSEClient: @unchecked Sendable {
     }
 
     var commentBlocks: [String] { blocks.all.filter { $0.hasPrefix(":") } }
+    /// Every block as it came, `retry:` fields and comments included.
+    var rawBlocks: [String] { blocks.all }
+    /// True once the relay ended the stream (not `close()`).
+    var ended: Bool { blocks.ended }
 
     /// Waits until `condition` holds for the events received, or throws after `timeout`.
     @discardableResult
@@ -110,6 +115,9 @@ final class SSEClient: @unchecked Sendable {
 final class Mutex2: @unchecked Sendable {
     private let lock = NSLock()
     private var blocks: [String] = []
+    private var isEnded = false
     func append(_ block: String) { lock.withLock { blocks.append(block) } }
+    func markEnded() { lock.withLock { isEnded = true } }
     var all: [String] { lock.withLock { blocks } }
+    var ended: Bool { lock.withLock { isEnded } }
 }

@@ -1,0 +1,52 @@
+import Foundation
+import LiveRelayCore
+import Testing
+
+/// A client that resumes far behind: what it missed comes in bounded pages, none lost or repeated.
+@Suite("SSE resume in pages")
+struct StreamResumeTests {
+    @Test("a client 1,100 events behind gets 1,024 and an answer that ends, then the rest, then live events once")
+    func pages() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let start = try await h.rows("SELECT coalesce(max(seq), 0) FROM broadcast_log", as: Int64.self)[0]
+                // One statement, 1,100 devices' messages: 1,100 events, one per device channel.
+                try await h.sql("""
+                    INSERT INTO device_live_activity_message (device_uuid, message)
+                    SELECT gen_random_uuid(), 'missed ' || n FROM generate_series(1, 1100) AS n
+                    """)
+                let expected = (1...1100).map { "missed \($0)" }
+                func messages(_ events: [SSEClient.Event]) -> [String] {
+                    events.compactMap { $0.json?.objectValue?["message"]?.stringValue }
+                }
+
+                let first = try await SSEClient(
+                    port: port, query: "channel=*", headers: RelayHTTP.admin + [("Last-Event-ID", "\(start)")])
+                #expect(first.status == 200)
+                #expect(try await pollUntil(timeout: .seconds(15)) { first.ended }, "the page's answer did not end")
+                // Told to come back at once (no reconnection delay), and why.
+                let head = first.rawBlocks.first ?? ""
+                #expect(head.hasPrefix("retry: 0\n: more events follow"), "\(head)")
+                let page = first.received
+                #expect(page.count == 1024)
+                #expect(Set(messages(page)).count == 1024 && Set(messages(page)).isSubset(of: expected))
+                let pageIDs = page.compactMap(\.id)
+                #expect(pageIDs == pageIDs.sorted() && pageIDs.first.map { $0 > start } == true)
+
+                let lastID = try #require(pageIDs.last)
+                let rest = try await SSEClient(
+                    port: port, query: "channel=*", headers: RelayHTTP.admin + [("Last-Event-ID", "\(lastID)")])
+                let restEvents = try await rest.wait { $0.count >= 76 }
+                #expect(restEvents.count == 76)
+                #expect(Set(messages(page + restEvents)) == Set(expected), "lost or repeated across the pages")
+                // The stream that caught up stays open: a live event arrives once.
+                try await h.sql("UPDATE device_live_activity_message SET message = 'live' WHERE message = 'missed 1'")
+                let all = try await rest.wait { messages($0).contains("live") }
+                #expect(messages(all).filter { $0 == "live" }.count == 1)
+                #expect(all.count == 77)
+                #expect(!rest.ended, "the stream that caught up ended")
+                rest.close()
+            }
+        }
+    }
+}
