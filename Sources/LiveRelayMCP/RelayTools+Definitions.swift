@@ -30,7 +30,7 @@ extension RelayTools {
         return .object(schema)
     }
 
-    static let limit: Value = ["type": "integer", "minimum": 1, "maximum": 500,
+    static let limit: Value = ["type": "integer", "minimum": 1, "maximum": .int(maximumLimit),
                                "description": "At most this many rows (default 50)."]
 
     static let definitions: [Tool] = [

@@ -85,8 +85,10 @@ public struct RelayTools: Sendable {
             return try Self.result("Device \(uuid) shows \"\(stored.message)\".", stored)
         case .listDevices:
             let arguments = try ToolArguments(values, allowed: ["limit"])
-            let devices = try await store.devices(limit: try arguments.integer("limit", default: 50, range: 1...500))
-            return try Self.result("\(devices.count) device(s).", ["devices": devices])
+            let limit = try arguments.integer("limit", default: 50, range: 1...Self.maximumLimit)
+            let devices = try await store.devices(limit: limit)
+            return try Self.result(Self.listed(devices.count, "device", "devices", limit: limit) + ".",
+                                   ["devices": devices])
         case .listActivities:
             let arguments = try ToolArguments(values, allowed: ["status", "device_uuid", "limit"])
             var device: UUID?
@@ -96,10 +98,11 @@ public struct RelayTools: Sendable {
                 }
                 device = uuid
             }
+            let limit = try arguments.integer("limit", default: 50, range: 1...Self.maximumLimit)
             let activities = try await store.activities(LiveActivityFilter(
-                status: try arguments.choice("status", as: ActivityStatus.self), deviceUUID: device,
-                limit: try arguments.integer("limit", default: 50, range: 1...500)))
-            return try Self.result("\(activities.count) live activit(ies).", ["activities": activities])
+                status: try arguments.choice("status", as: ActivityStatus.self), deviceUUID: device, limit: limit))
+            return try Self.result(Self.listed(activities.count, "live activity", "live activities", limit: limit) + ".",
+                                   ["activities": activities])
         case .updateActivity:
             let arguments = try ToolArguments(values, allowed: ["session_id", "id", "content_state", "alert"])
             guard let state = try arguments.object("content_state") else {
@@ -118,17 +121,19 @@ public struct RelayTools: Sendable {
             return try Self.result("Ended live activity \(ended.sessionId).", ended)
         case .recentDeliveries:
             let arguments = try ToolArguments(values, allowed: ["session_id", "status", "limit"])
+            let limit = try arguments.integer("limit", default: 50, range: 1...Self.maximumLimit)
             let deliveries = try await store.deliveries(DeliveryFilter(
                 sessionID: try arguments.string("session_id"),
-                status: try arguments.choice("status", as: DeliveryStatus.self),
-                limit: try arguments.integer("limit", default: 50, range: 1...500)))
-            return try Self.result("\(deliveries.count) deliver(ies), newest first.", ["deliveries": deliveries])
+                status: try arguments.choice("status", as: DeliveryStatus.self), limit: limit))
+            return try Self.result(Self.listed(deliveries.count, "delivery", "deliveries", limit: limit)
+                                   + ", newest first.", ["deliveries": deliveries])
         case .listChannels:
             let arguments = try ToolArguments(values, allowed: ["status", "limit"])
+            let limit = try arguments.integer("limit", default: 50, range: 1...Self.maximumLimit)
             let channels = try await store.channels(
-                status: try arguments.choice("status", as: ChannelStatus.self),
-                limit: try arguments.integer("limit", default: 50, range: 1...500))
-            return try Self.result("\(channels.count) channel(s).", ["channels": channels])
+                status: try arguments.choice("status", as: ChannelStatus.self), limit: limit)
+            return try Self.result(Self.listed(channels.count, "channel", "channels", limit: limit) + ".",
+                                   ["channels": channels])
         case .updateChannel:
             let arguments = try ToolArguments(values, allowed: ["name", "content_state", "status"])
             guard let name = try arguments.string("name") else {
@@ -161,6 +166,23 @@ public struct RelayTools: Sendable {
             return "Updated channel \(name); it reaches iOS subscribers as soon as Apple has created the channel."
         }
         return "Updated channel \(name); every subscriber gets it now."
+    }
+
+    /// The most rows a listing tool returns.
+    static let maximumLimit = 500
+
+    /// "3 devices", "1 device", "no devices"; and when the list is as long as its limit, that there may be more.
+    static func listed(_ count: Int, _ singular: String, _ plural: String, limit: Int) -> String {
+        let counted = switch count {
+        case 0: "no \(plural)"
+        case 1: "1 \(singular)"
+        default: "\(count) \(plural)"
+        }
+        let said = counted.prefix(1).uppercased() + counted.dropFirst()
+        guard count >= limit else { return said }
+        return limit < Self.maximumLimit
+            ? "\(said) (the limit: there may be more; give a larger limit, up to \(Self.maximumLimit))"
+            : "\(said) (the most one call lists: there may be more)"
     }
 
     /// A summary sentence and the value as JSON text, with the value as structured content too.

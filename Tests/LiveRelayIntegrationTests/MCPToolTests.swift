@@ -140,6 +140,11 @@ struct MCPToolTests {
                         name: "set_live_activity_message", arguments: ["deviceName": "Hall clock", "message": "Hi"])
                     #expect(Self.text(idle).contains("it has no active Live Activity, so nothing was pushed"),
                             "\(Self.text(idle))")
+                    // Listings count in words and say when the limit may have cut them short.
+                    let (two, _) = try await client.callTool(name: "list_devices", arguments: ["limit": 3])
+                    #expect(Self.text(two).hasPrefix("2 devices."), "\(Self.text(two))")
+                    let (one, _) = try await client.callTool(name: "list_devices", arguments: ["limit": 1])
+                    #expect(Self.text(one).hasPrefix("1 device (the limit: there may be more"), "\(Self.text(one))")
                 }
             }
             #expect(try await h.rows(
