@@ -80,6 +80,40 @@ BEGIN
     RETURN coalesce(cardinality(queued), 0);
 END $$;
 
+-- The iOS device rows of `device_uuids` that hold a push-to-start token for `attributes_type` (the device's general
+-- token when the type is NULL or the default one), with that token: whom a channel's start reaches.
+CREATE OR REPLACE FUNCTION liverelay_channel_start_targets(attributes_type text, device_uuids uuid[])
+RETURNS TABLE (device_uuid uuid, token text, bundle_id text, apns_env text)
+LANGUAGE sql STABLE AS $$
+    SELECT d.device_uuid, t.token, d.bundle_id, d.apns_env
+    FROM device_registration d
+    LEFT JOIN device_push_to_start p
+           ON p.device_id = d.id AND p.attributes_type = coalesce($1, 'SessionActivityAttributes')
+    CROSS JOIN LATERAL (SELECT coalesce(p.token, CASE WHEN $1 IS NULL OR $1 = 'SessionActivityAttributes'
+                                                      THEN d.push_to_start_token END) AS token) t
+    WHERE d.device_uuid = ANY ($2) AND d.platform = 'ios' AND t.token IS NOT NULL
+    ORDER BY d.device_uuid, d.id
+$$;
+
+-- Why a channel's start reaches none of a device's rows: `unknownDevice` (no row has that uuid), `notIOS` (only
+-- Android rows: an Android app follows the channel's FCM topic itself), `noPushToStartToken` (no iOS row holds a
+-- token for the channel's type). One row per such device of `device_uuids`, in their order.
+CREATE OR REPLACE FUNCTION liverelay_channel_start_misses(attributes_type text, device_uuids uuid[])
+RETURNS TABLE (device_uuid uuid, reason text)
+LANGUAGE sql STABLE AS $$
+    SELECT u.device_uuid,
+           CASE WHEN NOT EXISTS (SELECT 1 FROM device_registration d WHERE d.device_uuid = u.device_uuid)
+                THEN 'unknownDevice'
+                WHEN NOT EXISTS (SELECT 1 FROM device_registration d
+                                 WHERE d.device_uuid = u.device_uuid AND d.platform = 'ios')
+                THEN 'notIOS'
+                ELSE 'noPushToStartToken' END
+    FROM (SELECT DISTINCT ON (x.device_uuid) x.device_uuid, x.n
+          FROM unnest($2) WITH ORDINALITY AS x(device_uuid, n) ORDER BY x.device_uuid, x.n) u
+    WHERE u.device_uuid NOT IN (SELECT t.device_uuid FROM liverelay_channel_start_targets($1, $2) t)
+    ORDER BY u.n
+$$;
+
 -- Push-to-start of activities that follow a channel (iOS 18 `input-push-channel`): one `start` per iOS device of
 -- `device_uuids` holding a push-to-start token for the channel's attributes type (the device's general token when
 -- the channel names no type), with the channel's content-state. Returns how many were queued. A channel that does
@@ -109,7 +143,7 @@ BEGIN
     WITH queued AS (
         INSERT INTO delivery_outbox (kind, channel_id, event_type, device_token, bundle_id, apns_env, payload,
                                      priority, request_id)
-        SELECT 'start', c.id, 'start', t.token, d.bundle_id, d.apns_env,
+        SELECT 'start', c.id, 'start', t.token, t.bundle_id, t.apns_env,
                jsonb_build_object('aps', jsonb_build_object(
                    'timestamp', 1000000000, 'event', 'start',
                    'content-state', coalesce(c.content_state, '{}'::jsonb),
@@ -118,14 +152,7 @@ BEGIN
                    'alert', coalesce(alert, jsonb_build_object('title', c.name, 'body', '')),
                    'input-push-channel', c.apns_channel_id)),
                10, liverelay_request_id()
-        FROM device_registration d
-        LEFT JOIN device_push_to_start p
-               ON p.device_id = d.id AND p.attributes_type = coalesce(c.attributes_type, 'SessionActivityAttributes')
-        CROSS JOIN LATERAL (SELECT coalesce(p.token, CASE WHEN c.attributes_type IS NULL
-                                                          OR c.attributes_type = 'SessionActivityAttributes'
-                                                          THEN d.push_to_start_token END) AS token) t
-        WHERE d.device_uuid = ANY (device_uuids) AND d.platform = 'ios' AND t.token IS NOT NULL
-        ORDER BY d.device_uuid, d.id
+        FROM liverelay_channel_start_targets(c.attributes_type, device_uuids) t
         RETURNING id
     )
     SELECT array_agg(id) INTO queued FROM queued;

@@ -43,9 +43,9 @@ struct ChannelRoutes: Sendable {
         }
         admin.post("v1/channels/:name/start") { request, context in
             let body = try await request.decode(as: StartChannelBody.self)
-            let queued = try await store.startChannel(
+            let started = try await store.startChannel(
                 named: try Self.name(context), devices: body.devices, attributes: body.attributes, alert: body.alert)
-            return try encodedResponse(.ok, ["queued": queued])
+            return try encodedResponse(.ok, started)
         }
     }
 

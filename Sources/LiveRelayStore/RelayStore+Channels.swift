@@ -84,15 +84,33 @@ extension RelayStore {
         return (first.channel, first.previousStatus, first.stateChanged)
     }
 
-    /// Queues push-to-start of activities that follow the channel on the given devices; returns how many.
+    /// Queues push-to-start of activities that follow the channel on the given devices; says how many, and which
+    /// devices got none and why, in one statement (the start first: it refuses a channel that cannot start).
     public func startChannel(named name: String, devices: [UUID], attributes: JSONValue?, alert: JSONValue?)
-        async throws -> Int {
+        async throws -> ChannelStart {
+        struct Found: Decodable {
+            let queued: Int, attributesType: String?, notQueued: [Miss]
+        }
+        struct Miss: Decodable {
+            let deviceUUID: String, reason: ChannelStart.Reason
+        }
         do {
-            let queued = try await values("""
-                SELECT liverelay_start_channel(\(name), \(devices)::uuid[], \(attributes.map(\.compactText))::jsonb,
-                                               \(alert.map(\.compactText))::jsonb)
-                """, as: Int32.self)
-            return Int(queued.first ?? 0)
+            let found = try await records("""
+                SELECT json_build_object(
+                    'queued', liverelay_start_channel(\(name), \(devices)::uuid[],
+                                                      \(attributes.map(\.compactText))::jsonb,
+                                                      \(alert.map(\.compactText))::jsonb),
+                    'attributesType', c.attributes_type,
+                    'notQueued', (SELECT coalesce(json_agg(json_build_object('deviceUUID', m.device_uuid,
+                                                                             'reason', m.reason)), '[]')
+                                  FROM liverelay_channel_start_misses(c.attributes_type, \(devices)::uuid[]) m))::text
+                FROM broadcast_channel c WHERE c.name = \(name)
+                """, as: Found.self)
+            guard let first = found.first else { throw StoreError.notFound("there is no channel named \(name)") }
+            return ChannelStart(queued: first.queued, notQueued: first.notQueued.map {
+                .init(deviceUUID: $0.deviceUUID, reason: $0.reason,
+                      message: $0.reason.message(attributesType: first.attributesType))
+            })
         } catch let error as PSQLError {
             let message = error.serverInfo?[.message] ?? "the channel cannot be started"
             switch error.serverInfo?[.sqlState] {

@@ -78,6 +78,26 @@ struct ChannelRoutesTests {
                 #expect(start.aps["input-push-channel"] == .string(h.simulator.channels()[0].channelID))
                 #expect(start.aps["attributes-type"] == .string("MatchAttributes"))
                 #expect(start.contentState == ["score": .string("1-0")])
+                #expect(started["notQueued"] == .array([]))
+                // Devices that get no start are named, with why.
+                let plain = UUID(), android = UUID(), unknown = UUID()
+                for (uuid, platform) in [(plain, "ios"), (android, "android")] {
+                    let body = #"{"secret":"s-chan","deviceToken":"\#(randomToken())","deviceUUID":"\#(uuid)","#
+                        + #""platform":"\#(platform)","pushToStartTokens":{"OtherAttributes":"\#(randomToken())"}}"#
+                    let reply = try await api.post("/v1/device/register", body)
+                    #expect(reply.status == 200, "\(reply.text)")
+                }
+                let missed = try await api.post(
+                    "/v1/channels/route-1/start", #"{"deviceUUIDs": ["\#(unknown)", "\#(plain)", "\#(android)"]}"#,
+                    headers: RelayHTTP.admin)
+                #expect(missed.status == 200 && missed["queued"] == .integer(0), "\(missed.text)")
+                let misses = missed["notQueued"]?.arrayValue?.compactMap(\.objectValue) ?? []
+                #expect(misses.map { $0["deviceUUID"] } == [unknown, plain, android].map {
+                    .string($0.uuidString.lowercased())
+                })
+                #expect(misses.map { $0["reason"] } == [.string("unknownDevice"), .string("noPushToStartToken"),
+                                                         .string("notIOS")])
+                #expect(misses[1]["message"]?.stringValue?.contains("push-to-start token for MatchAttributes") == true)
 
                 let deleted = try await api.request(.DELETE, "/v1/channels/route-1", headers: RelayHTTP.admin)
                 #expect(deleted.status == 204)
