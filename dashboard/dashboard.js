@@ -68,6 +68,8 @@ const affected = {
   'channel-update': ['channels'],
   'channel-end': ['channels'],
   deliveries: ['deliveries', 'queue', 'activities', 'channels'],
+  // Some of what the page missed is gone from the stream: it reads everything again.
+  resync: ['devices', 'activities', 'channels', 'deliveries', 'queue'],
 };
 
 // Lifecycle events (live_activity.*) as they come on the admin stream, newest first, the last 50.

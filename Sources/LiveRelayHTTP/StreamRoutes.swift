@@ -65,17 +65,18 @@ public struct StreamRoutes: Sendable {
             if let lastEventID {
                 let page = try await hub.history(
                     after: lastEventID, through: cursor, channels: channels, limit: Self.historyPageSize)
+                let resync = page.prunedThrough.map { [SSEFrame.resync(after: lastEventID, prunedThrough: $0)] } ?? []
                 guard page.isComplete else {
                     // Further behind than a page: this answer is the page, and the client comes straight back for the
                     // next one with its last id (as a client that falls behind a live stream does).
                     hub.unsubscribe(id)
-                    let frames = [SSEFrame.morePages] + page.events.map(SSEFrame.encode)
+                    let frames = [SSEFrame.morePages] + resync + page.events.map(SSEFrame.encode)
                     return Response(status: .ok, headers: headers, body: ResponseBody { writer in
                         try await writer.write(contentsOf: frames)
                         try await writer.finish(nil)
                     })
                 }
-                prefix += page.events.map(SSEFrame.encode)
+                prefix += resync + page.events.map(SSEFrame.encode)
             }
         } catch {
             hub.unsubscribe(id)

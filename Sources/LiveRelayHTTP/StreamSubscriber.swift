@@ -115,6 +115,19 @@ enum SSEFrame {
     /// this one restarted) with Last-Event-ID and misses nothing.
     static let farewell = ByteBuffer(string: ": the relay is shutting down; reconnect with Last-Event-ID\n\n")
 
+    /// The event that tells a resuming client that some of what it missed is gone (older than the log's retention):
+    /// it reads the current state again. It has no `id:`, so the client's last id stays its own.
+    static func resync(after lastEventID: Int64, prunedThrough: Int64) -> ByteBuffer {
+        let message = "events after \(lastEventID) up to \(prunedThrough) are older than the stream keeps and were "
+            + "not sent: read the current state again"
+        return ByteBuffer(string: """
+            event: resync
+            data: {"last_event_id":\(lastEventID),"pruned_through":\(prunedThrough),"message":"\(message)"}
+
+
+            """)
+    }
+
     static func encode(_ event: BroadcastEvent) -> ByteBuffer {
         ByteBuffer(string: "id: \(event.sequence)\nevent: \(event.name)\ndata: \(event.data)\n\n")
     }

@@ -8,6 +8,8 @@ extension BroadcastHub {
         public var events: [BroadcastEvent]
         /// False when more events follow the page: the client resumes again from its last event.
         public var isComplete: Bool
+        /// Set when events after the client's id were pruned (older than the retention): the highest pruned.
+        public var prunedThrough: Int64?
     }
 
     /// Events after `sequence` up to `through`, on any of `channels`, from the log (for `Last-Event-ID`): the first
@@ -17,6 +19,12 @@ extension BroadcastHub {
         guard through > sequence else { return HistoryPage(events: [], isComplete: true) }
         let everything = channels.contains(Self.everyChannel)
         return try await connector.withConnection(logger: logger) { connection in
+            var prunedThrough: Int64?
+            for try await pruned in try await connection.query(
+                "SELECT liverelay_broadcast_log_pruned_through()", logger: logger
+            ).decode(Int64.self) where pruned > max(sequence, 0) {
+                prunedThrough = pruned
+            }
             var events: [BroadcastEvent] = []
             for try await (seq, rowChannels, event, data) in try await connection.query("""
                 SELECT seq, channels, event, data::text FROM broadcast_log
@@ -27,7 +35,7 @@ extension BroadcastHub {
             }
             let isComplete = events.count <= limit
             if !isComplete { events.removeLast() }
-            return HistoryPage(events: events, isComplete: isComplete)
+            return HistoryPage(events: events, isComplete: isComplete, prunedThrough: prunedThrough)
         }
     }
 }

@@ -287,8 +287,7 @@ public final class BroadcastHub: Service, Sendable {
     private func prune(on connection: PostgresConnection) async throws {
         let seconds = retention.components.seconds
         try await connection.query(
-            "DELETE FROM broadcast_log WHERE created_at < now() - make_interval(secs => \(Double(seconds)))",
-            logger: logger)
+            "SELECT liverelay_prune_broadcast_log(make_interval(secs => \(Double(seconds))))", logger: logger)
     }
 
     /// The channel name that follows every channel (the dashboard's, for the admin).

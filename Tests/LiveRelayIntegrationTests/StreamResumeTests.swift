@@ -49,4 +49,44 @@ struct StreamResumeTests {
             }
         }
     }
+
+    @Test("a client whose missed events were pruned gets a resync event, then what is left; a later id gets none")
+    func pruned() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let device = UUID()
+                let channel = "device:\(device.uuidString.lowercased())"
+                let start = try await h.rows("SELECT coalesce(max(seq), 0) FROM broadcast_log", as: Int64.self)[0]
+                try await h.sql(
+                    "INSERT INTO device_live_activity_message (device_uuid, message) VALUES (\(device), 'old')")
+                let old = try await h.rows("SELECT max(seq) FROM broadcast_log", as: Int64.self)[0]
+                try await h.sql(
+                    "UPDATE device_live_activity_message SET message = 'kept' WHERE device_uuid = \(device)")
+                // The first event is two days old and pruned as the hub prunes (every 10 minutes).
+                try await h.sql("UPDATE broadcast_log SET created_at = now() - interval '2 days' WHERE seq = \(old)")
+                #expect(try await h.rows("SELECT liverelay_prune_broadcast_log(interval '24 hours')", as: Int64.self)
+                    == [1])
+
+                let behind = try await SSEClient(
+                    port: port, query: "channel=\(channel)", headers: RelayHTTP.admin + [("Last-Event-ID", "\(start)")])
+                let events = try await behind.wait { $0.count >= 2 }
+                #expect(events.map(\.name) == ["resync", "live-activity-message"])
+                let resync = events[0].json?.objectValue
+                #expect(events[0].id == nil, "a resync has no id: the client's own stays")
+                #expect(resync?["last_event_id"] == .integer(start) && resync?["pruned_through"] == .integer(old))
+                #expect(resync?["message"]?.stringValue?.contains("read the current state again") == true)
+                #expect(events[1].json?.objectValue?["message"] == .string("kept"))
+                behind.close()
+
+                // A client whose id is the pruned one's (or later) missed nothing that is gone.
+                let current = try await SSEClient(
+                    port: port, query: "channel=\(channel)", headers: RelayHTTP.admin + [("Last-Event-ID", "\(old)")])
+                let kept = try await current.wait { $0.count >= 1 }
+                try await h.sql("UPDATE device_live_activity_message SET message = 'new' WHERE device_uuid = \(device)")
+                let after = try await current.wait { $0.count >= 2 }
+                #expect(kept.first?.name == "live-activity-message" && after.map(\.name).allSatisfy { $0 != "resync" })
+                current.close()
+            }
+        }
+    }
 }
