@@ -204,6 +204,13 @@ struct DevCommand: AsyncParsableCommand {
                         'production', 'android', \(DevDemo.androidDeviceUUID)::uuid, 'Demo Android')
                 ON CONFLICT (secret_hash, device_token) DO NOTHING
                 """, logger: logger)
+            // The iPhone's push-to-start token for the channel's type: the printed start reaches it (iOS 18).
+            try await connection.query("""
+                INSERT INTO device_push_to_start (device_id, attributes_type, token)
+                SELECT id, 'MatchAttributes', \(DevDemo.matchStartToken) FROM device_registration
+                WHERE device_uuid = \(DevDemo.deviceUUID)::uuid AND platform = 'ios'
+                ON CONFLICT (device_id, attributes_type) DO NOTHING
+                """, logger: logger)
             // A broadcast channel: one UPDATE reaches every subscriber (Apple broadcast, FCM topic, SSE).
             try await connection.query("""
                 INSERT INTO broadcast_channel (name, bundle_id, apns_env, attributes_type, content_state)
@@ -223,6 +230,8 @@ enum DevDemo {
     static let bundleID = "dev.liverelay.demo"
     static let deviceUUID = "00000000-0000-4000-8000-000000000001"
     static let deviceToken = String(repeating: "cafebabe", count: 8)
+    /// The iPhone's push-to-start token for the demo channel's `MatchAttributes`.
+    static let matchStartToken = String(repeating: "5ca1ab1e", count: 8)
     static let androidSecret = "liverelay-demo-android-secret"
     /// An FCM registration token's shape: a 22-character instance ID, a colon, a long opaque part.
     static let androidToken = "dLrDemoAndroid00000001:APA91b" + String(repeating: "LiveRelayDemo", count: 10)
@@ -263,6 +272,11 @@ private func printWelcome(httpPort: Int, databaseURL: String, simPort: Int?, fcm
         "And this one to reach every subscriber of the demo broadcast channel at once ('apns-sim: 200 broadcast …'):",
         "  UPDATE broadcast_channel SET content_state = '{\"home\": 1, \"away\": 0, \"minute\": 23}'"
             + " WHERE name = '\(DevDemo.channelName)';",
+        "",
+        "And this one starts, on the iPhone, a Live Activity that follows the channel (iOS 18 push-to-start):",
+        "  SELECT liverelay_start_channel('\(DevDemo.channelName)', ARRAY['\(DevDemo.deviceUUID)']::uuid[],"
+            + " '{\"home\": \"Lions\", \"away\": \"Tigers\"}',"
+            + " '{\"title\": \"Kick-off\", \"body\": \"Lions v Tigers\"}');",
         "",
     ]
     print(lines.joined(separator: "\n"))

@@ -84,3 +84,14 @@ def test_a_dev_whose_port_is_taken_or_whose_setting_is_wrong_says_so_and_leaves_
             assert not os.path.exists(os.path.join(state, "pg")), os.listdir(state)
         finally:
             shutil.rmtree(state, ignore_errors=True)
+
+
+def test_the_printed_channel_start_starts_a_live_activity_on_the_demo_iphone(stack):
+    start = next(line.strip() for line in stack.lines if line.strip().startswith("SELECT liverelay_start_channel"))
+    stack.wait_for_broadcast(lambda broadcast: True, timeout=20)  # the channel exists at Apple
+    assert stack.sql(start) == [(1,)]
+    push = stack.wait_for_push(lambda push: push["payload"]["aps"].get("event") == "start")
+    aps = push["payload"]["aps"]
+    channel_id = stack.sql("SELECT apns_channel_id FROM broadcast_channel WHERE name = 'demo-match'")[0][0]
+    assert aps["input-push-channel"] == channel_id and aps["attributes-type"] == "MatchAttributes", aps
+    assert aps["attributes"] == {"home": "Lions", "away": "Tigers"} and aps["alert"]["title"] == "Kick-off", aps
