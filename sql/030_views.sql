@@ -16,7 +16,10 @@ $$;
 
 CREATE OR REPLACE VIEW liverelay_devices AS
 SELECT id, device_uuid, platform, bundle_id, apns_env, right(device_token, 8) AS token_suffix,
-       push_to_start_token IS NOT NULL AS has_push_to_start, created_at, updated_at, device_name
+       push_to_start_token IS NOT NULL
+           OR EXISTS (SELECT 1 FROM device_push_to_start p WHERE p.device_id = device_registration.id)
+           AS has_push_to_start,
+       created_at, updated_at, device_name
 FROM device_registration;
 
 CREATE OR REPLACE VIEW liverelay_activities AS

@@ -9,7 +9,10 @@ public struct Device: Codable, Sendable, Equatable {
     public var platform: Platform?
     /// The last 8 characters of each registered token.
     public var token_suffixes: [String]
+    /// Whether it holds a push-to-start token of any attributes type.
     public var has_push_to_start: Bool
+    /// The attributes types it holds push-to-start tokens for, sorted.
+    public var push_to_start_types: [String]
     public var message: String?
     public var message_updated_at: String?
     public var active_activities: Int

@@ -38,7 +38,8 @@ extension RelayStore {
         try Self.check(limit: limit)
         return try await records("""
             SELECT json_build_object('device_uuid', d.device_uuid, 'device_name', d.device_name,
-                'platform', d.platform, 'token_suffixes', d.suffixes, 'has_push_to_start', d.has_push_to_start,
+                'platform', d.platform, 'token_suffixes', d.suffixes,
+                'has_push_to_start', cardinality(starts.types) > 0, 'push_to_start_types', starts.types,
                 'message', m.message, 'message_updated_at', m.updated_at,
                 'active_activities', (SELECT count(*) FROM activity_registration a
                                       WHERE a.device_uuid = d.device_uuid AND a.status = 'active'),
@@ -50,19 +51,26 @@ extension RelayStore {
                              AS platform,
                          coalesce(array_agg(right(token, 8) ORDER BY updated_at DESC) FILTER (WHERE token IS NOT NULL),
                                   '{}') AS suffixes,
-                         bool_or(has_start) AS has_push_to_start, max(updated_at) AS updated_at
-                  FROM (SELECT device_uuid, device_name, platform, device_token AS token,
-                               push_to_start_token IS NOT NULL AS has_start, updated_at
+                         max(updated_at) AS updated_at
+                  FROM (SELECT device_uuid, device_name, platform, device_token AS token, updated_at
                         FROM device_registration WHERE device_uuid IS NOT NULL
                         UNION ALL
                         -- A device known only by its activities (registered with a deviceUUID) is a device too.
-                        SELECT device_uuid, NULL, platform, NULL, false, updated_at
+                        SELECT device_uuid, NULL, platform, NULL, updated_at
                         FROM activity_registration WHERE device_uuid IS NOT NULL
                         UNION ALL
                         -- And so is one that only has a message so far (its platform is not known yet).
-                        SELECT device_uuid, NULL, NULL, NULL, false, updated_at FROM device_live_activity_message) r
+                        SELECT device_uuid, NULL, NULL, NULL, updated_at FROM device_live_activity_message) r
                   GROUP BY device_uuid) d
             LEFT JOIN device_live_activity_message m ON m.device_uuid = d.device_uuid
+            -- The attributes types it holds push-to-start tokens for (`pushToStartToken` is the default type's).
+            CROSS JOIN LATERAL (
+                SELECT ARRAY(SELECT p.attributes_type FROM device_registration r
+                             JOIN device_push_to_start p ON p.device_id = r.id WHERE r.device_uuid = d.device_uuid
+                             UNION
+                             SELECT 'SessionActivityAttributes' FROM device_registration r
+                             WHERE r.device_uuid = d.device_uuid AND r.push_to_start_token IS NOT NULL
+                             ORDER BY 1) AS types) starts
             ORDER BY d.updated_at DESC, d.device_uuid LIMIT \(limit)
             """, as: Device.self)
     }

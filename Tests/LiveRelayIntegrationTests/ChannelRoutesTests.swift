@@ -98,6 +98,18 @@ struct ChannelRoutesTests {
                 #expect(misses.map { $0["reason"] } == [.string("unknownDevice"), .string("noPushToStartToken"),
                                                          .string("notIOS")])
                 #expect(misses[1]["message"]?.stringValue?.contains("push-to-start token for MatchAttributes") == true)
+                // The devices listing says which types each device can be started with.
+                let devices = try await api.request(.GET, "/v1/devices", headers: RelayHTTP.admin)
+                let byUUID = Dictionary(uniqueKeysWithValues: (devices.json?.arrayValue ?? []).compactMap {
+                    device -> (String, JSONValue)? in
+                    guard let uuid = device.objectValue?["device_uuid"]?.stringValue else { return nil }
+                    return (uuid, device)
+                })
+                let phone = byUUID[device.uuidString.lowercased()]?.objectValue
+                #expect(phone?["has_push_to_start"] == .bool(true), "\(devices.text)")
+                #expect(phone?["push_to_start_types"] == .array([.string("MatchAttributes")]), "\(devices.text)")
+                #expect(byUUID[plain.uuidString.lowercased()]?.objectValue?["push_to_start_types"]
+                    == .array([.string("OtherAttributes")]))
 
                 let deleted = try await api.request(.DELETE, "/v1/channels/route-1", headers: RelayHTTP.admin)
                 #expect(deleted.status == 204)
