@@ -269,9 +269,10 @@ struct EnvironmentReader {
         let unit = text.last.flatMap { units[$0] }
         let number = Double(unit == nil ? text : String(text.dropLast()))
         guard let number, number.isFinite, range.contains(number * (unit ?? 1)) else {
+            let days = Int(range.upperBound / 86_400)
             throw ConfigurationError(name: name, problem: """
                 must be a duration such as 8h, 90m or 30s, between \(Int(range.lowerBound)) s and \
-                \(Int(range.upperBound / 86_400)) days; got "\(text)"
+                \(days) day\(days == 1 ? "" : "s"); got "\(text)"
                 """)
         }
         return number * (unit ?? 1)

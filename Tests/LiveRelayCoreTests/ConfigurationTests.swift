@@ -83,6 +83,23 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("a duration out of range says its bounds in words", arguments: [
+        ("LIVERELAY_WIDGET_MIN_INTERVAL", "2d", "between 0 s and 1 day; got \"2d\""),
+        ("LIVERELAY_ACTIVITY_MAX_AGE", "8 hours", "between 1 s and 7 days; got \"8 hours\""),
+    ])
+    func durationBounds(name: String, value: String, expected: String) {
+        var environment = valid
+        environment[name] = value
+        #expect(throws: ConfigurationError.self) {
+            do {
+                _ = try RelayConfiguration.fromEnvironment(environment, files: TestFiles())
+            } catch {
+                #expect(String(describing: error).hasSuffix(expected), "\(error)")
+                throw error
+            }
+        }
+    }
+
     @Test("the provider token is ES256, verifiable, and reused until it is 50 minutes old")
     func providerTokenLifetime() throws {
         let clock = TestClock(now: 1_800_000_000)
