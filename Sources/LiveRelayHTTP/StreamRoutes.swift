@@ -65,7 +65,7 @@ public struct StreamRoutes: Sendable {
             if let lastEventID {
                 let page = try await hub.history(
                     after: lastEventID, through: cursor, channels: channels, limit: Self.historyPageSize)
-                let resync = page.prunedThrough.map { [SSEFrame.resync(after: lastEventID, prunedThrough: $0)] } ?? []
+                let resync = page.resync.map { [SSEFrame.resync($0, after: lastEventID)] } ?? []
                 guard page.isComplete else {
                     // Further behind than a page: this answer is the page, and the client comes straight back for the
                     // next one with its last id (as a client that falls behind a live stream does).

@@ -1,3 +1,4 @@
+import LiveRelayCore
 import LiveRelayHTTPServer
 import LiveRelayStream
 import NIOCore
@@ -115,17 +116,24 @@ enum SSEFrame {
     /// this one restarted) with Last-Event-ID and misses nothing.
     static let farewell = ByteBuffer(string: ": the relay is shutting down; reconnect with Last-Event-ID\n\n")
 
-    /// The event that tells a resuming client that some of what it missed is gone (older than the log's retention):
-    /// it reads the current state again. It has no `id:`, so the client's last id stays its own.
-    static func resync(after lastEventID: Int64, prunedThrough: Int64) -> ByteBuffer {
-        let message = "events after \(lastEventID) up to \(prunedThrough) are older than the stream keeps and were "
-            + "not sent: read the current state again"
-        return ByteBuffer(string: """
-            event: resync
-            data: {"last_event_id":\(lastEventID),"pruned_through":\(prunedThrough),"message":"\(message)"}
-
-
-            """)
+    /// The event that tells a resuming client that the log cannot give it everything it missed (pruned, being older
+    /// than the retention; or the log was reset): it reads the current state again. It has no `id:`, so the client's
+    /// last id stays its own.
+    static func resync(_ resync: BroadcastHub.Resync, after lastEventID: Int64) -> ByteBuffer {
+        var data: [String: JSONValue] = ["last_event_id": .integer(lastEventID)]
+        switch resync {
+        case .pruned(let through):
+            data["reason"] = .string("pruned")
+            data["pruned_through"] = .integer(through)
+            data["message"] = .string("events after \(lastEventID) up to \(through) are older than the stream keeps "
+                                      + "and were not sent: read the current state again")
+        case .ahead(let head):
+            data["reason"] = .string("ahead")
+            data["head"] = .integer(head)
+            data["message"] = .string("event \(lastEventID) is ahead of the stream (at \(head)), whose log was reset "
+                                      + "since: read the current state again")
+        }
+        return ByteBuffer(string: "event: resync\ndata: \(JSONValue.object(data).compactText)\n\n")
     }
 
     static func encode(_ event: BroadcastEvent) -> ByteBuffer {

@@ -8,22 +8,33 @@ extension BroadcastHub {
         public var events: [BroadcastEvent]
         /// False when more events follow the page: the client resumes again from its last event.
         public var isComplete: Bool
-        /// Set when events after the client's id were pruned (older than the retention): the highest pruned.
-        public var prunedThrough: Int64?
+        /// Set when the log cannot give everything the client missed: it should read the current state again.
+        public var resync: Resync?
+    }
+
+    /// Why a resuming client cannot be given everything it missed.
+    public enum Resync: Sendable, Equatable {
+        /// Events after its id were pruned (older than the retention), up to this sequence.
+        case pruned(through: Int64)
+        /// Its id is ahead of the log's head (this one): the log was reset (a new database) since it read that id.
+        case ahead(of: Int64)
     }
 
     /// Events after `sequence` up to `through`, on any of `channels`, from the log (for `Last-Event-ID`): the first
     /// `limit` of them, so that a client far behind costs one bounded read and one bounded answer at a time.
     public func history(after sequence: Int64, through: Int64, channels: [String],
                         limit: Int) async throws -> HistoryPage {
+        guard through >= sequence else {
+            return HistoryPage(events: [], isComplete: true, resync: .ahead(of: through))
+        }
         guard through > sequence else { return HistoryPage(events: [], isComplete: true) }
         let everything = channels.contains(Self.everyChannel)
         return try await connector.withConnection(logger: logger) { connection in
-            var prunedThrough: Int64?
+            var resync: Resync?
             for try await pruned in try await connection.query(
                 "SELECT liverelay_broadcast_log_pruned_through()", logger: logger
             ).decode(Int64.self) where pruned > max(sequence, 0) {
-                prunedThrough = pruned
+                resync = .pruned(through: pruned)
             }
             var events: [BroadcastEvent] = []
             for try await (seq, rowChannels, event, data) in try await connection.query("""
@@ -35,7 +46,7 @@ extension BroadcastHub {
             }
             let isComplete = events.count <= limit
             if !isComplete { events.removeLast() }
-            return HistoryPage(events: events, isComplete: isComplete, prunedThrough: prunedThrough)
+            return HistoryPage(events: events, isComplete: isComplete, resync: resync)
         }
     }
 }

@@ -74,6 +74,7 @@ struct StreamResumeTests {
                 let resync = events[0].json?.objectValue
                 #expect(events[0].id == nil, "a resync has no id: the client's own stays")
                 #expect(resync?["last_event_id"] == .integer(start) && resync?["pruned_through"] == .integer(old))
+                #expect(resync?["reason"] == .string("pruned"))
                 #expect(resync?["message"]?.stringValue?.contains("read the current state again") == true)
                 #expect(events[1].json?.objectValue?["message"] == .string("kept"))
                 behind.close()
@@ -86,6 +87,20 @@ struct StreamResumeTests {
                 let after = try await current.wait { $0.count >= 2 }
                 #expect(kept.first?.name == "live-activity-message" && after.map(\.name).allSatisfy { $0 != "resync" })
                 current.close()
+
+                // An id ahead of the log (read from a database since replaced) is told so too, and follows on.
+                let head = try await h.rows("SELECT max(seq) FROM broadcast_log", as: Int64.self)[0]
+                let stranger = try await SSEClient(
+                    port: port, query: "channel=\(channel)",
+                    headers: RelayHTTP.admin + [("Last-Event-ID", "\(head + 1000)")])
+                let told = try await stranger.wait { $0.count >= 1 }[0]
+                #expect(told.name == "resync" && told.json?.objectValue?["reason"] == .string("ahead"), "\(told)")
+                #expect(told.json?.objectValue?["head"] == .integer(head))
+                try await h.sql(
+                    "UPDATE device_live_activity_message SET message = 'newer' WHERE device_uuid = \(device)")
+                let followed = try await stranger.wait { $0.count >= 2 }
+                #expect(followed[1].json?.objectValue?["message"] == .string("newer"))
+                stranger.close()
             }
         }
     }
