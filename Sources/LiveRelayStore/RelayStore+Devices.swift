@@ -13,8 +13,8 @@ extension RelayStore {
                     OR EXISTS (SELECT 1 FROM device_live_activity_message WHERE device_uuid = \(uuid))
                 """, as: Bool.self).first ?? false
             guard known else {
-                throw StoreError.notFound(
-                    "no device \(uuid.uuidString.lowercased()) is registered (list_devices shows them)")
+                throw StoreError.notFound("no device \(uuid.uuidString.lowercased()) is registered "
+                                          + "(GET /v1/devices, or the MCP tool list_devices, lists them)")
             }
             return uuid
         case .name(let name):
@@ -23,7 +23,9 @@ extension RelayStore {
                 WHERE lower(device_name) = lower(\(name)) AND device_uuid IS NOT NULL ORDER BY device_uuid LIMIT 20
                 """, as: UUID.self)
             switch matches.count {
-            case 0: throw StoreError.notFound("no device is named \"\(name)\" (list_devices shows the names)")
+            case 0:
+                throw StoreError.notFound(
+                    "no device is named \"\(name)\" (GET /v1/devices, or the MCP tool list_devices, lists the names)")
             case 1: return matches[0]
             default:
                 let uuids = matches.map { $0.uuidString.lowercased() }.joined(separator: ", ")
