@@ -24,3 +24,10 @@ CREATE OR REPLACE FUNCTION liverelay_broadcast_log_pruned_through() RETURNS bigi
 LANGUAGE sql STABLE AS $$
     SELECT coalesce((SELECT value::bigint FROM relay_setting WHERE name = 'broadcast_log_pruned_through'), 0)
 $$;
+
+-- The highest sequence the stream's log has handed out (0 before the first event), written or rolled back: no event
+-- a client has read can be above it, unless the log was reset since (a database replaced).
+CREATE OR REPLACE FUNCTION liverelay_broadcast_log_head() RETURNS bigint
+LANGUAGE sql STABLE AS $$
+    SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('broadcast_log', 'seq')::regclass), 0)
+$$;

@@ -16,7 +16,8 @@ extension BroadcastHub {
     public enum Resync: Sendable, Equatable {
         /// Events after its id were pruned (older than the retention), up to this sequence.
         case pruned(through: Int64)
-        /// Its id is ahead of the log's head (this one): the log was reset (a new database) since it read that id.
+        /// Its id is above every sequence the log has handed out (this one): the log was reset (a new database) since
+        /// it read that id.
         case ahead(of: Int64)
     }
 
@@ -24,18 +25,18 @@ extension BroadcastHub {
     /// `limit` of them, so that a client far behind costs one bounded read and one bounded answer at a time.
     public func history(after sequence: Int64, through: Int64, channels: [String],
                         limit: Int) async throws -> HistoryPage {
-        guard through >= sequence else {
-            return HistoryPage(events: [], isComplete: true, resync: .ahead(of: through))
-        }
-        guard through > sequence else { return HistoryPage(events: [], isComplete: true) }
         let everything = channels.contains(Self.everyChannel)
         return try await connector.withConnection(logger: logger) { connection in
-            var resync: Resync?
-            for try await pruned in try await connection.query(
-                "SELECT liverelay_broadcast_log_pruned_through()", logger: logger
-            ).decode(Int64.self) where pruned > max(sequence, 0) {
-                resync = .pruned(through: pruned)
+            // The log's own head, not the hub's position: another relay's hub may be a read ahead of this one's.
+            var pruned: Int64 = 0, head: Int64 = 0
+            for try await (prunedThrough, logHead) in try await connection.query(
+                "SELECT liverelay_broadcast_log_pruned_through(), liverelay_broadcast_log_head()", logger: logger
+            ).decode((Int64, Int64).self) {
+                (pruned, head) = (prunedThrough, logHead)
             }
+            guard sequence <= head else { return HistoryPage(events: [], isComplete: true, resync: .ahead(of: head)) }
+            let resync = pruned > max(sequence, 0) ? Resync.pruned(through: pruned) : nil
+            guard through > sequence else { return HistoryPage(events: [], isComplete: true, resync: resync) }
             var events: [BroadcastEvent] = []
             for try await (seq, rowChannels, event, data) in try await connection.query("""
                 SELECT seq, channels, event, data::text FROM broadcast_log
