@@ -149,8 +149,8 @@ extension Harness {
         if try await pollUntil(timeout: timeout, { condition(simulator.broadcasts()) }) {
             return simulator.broadcasts()
         }
-        let accepted = simulator.broadcasts().count, responses = simulator.responseCounts()
-        Issue.record("timed out waiting for broadcasts; \(accepted) accepted, responses \(responses)",
+        let accepted = simulator.broadcasts().map { "\($0.aps["event"]?.stringValue ?? "?") \($0.contentState)" }
+        Issue.record("timed out waiting for broadcasts; accepted \(accepted), responses \(simulator.responseCounts())",
                      sourceLocation: sourceLocation)
         throw TimedOut()
     }

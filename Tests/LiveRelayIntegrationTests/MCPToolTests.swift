@@ -204,6 +204,9 @@ struct MCPToolTests {
                     #expect(updated.contains("every subscriber gets it now"), "\(updated)")
                     #expect(updated.contains(#""contentState":{"n":2}"#), "\(updated)")
                     #expect(try await update(["content_state": ["n": 2]]).contains("already shows that content_state"))
+                    // Sent before the channel ends: an update the relay claims once its channel has ended is
+                    // settled, not sent (the end carries the latest state), which made this test race its relay.
+                    _ = try await h.waitForBroadcasts { $0.count == 2 }
                     #expect(try await update(["status": "ended"]).contains("Channel cup is ended now."))
                     #expect(try await update(["content_state": ["n": 3]]).contains("is ended, so nothing was sent"))
                     // Broadcasts of one channel go out in order: the state, its update, the end, and nothing more.
