@@ -28,10 +28,26 @@ struct QueueVacuumTests {
             try await h.sql("DELETE FROM delivery_outbox")
             let running = Task { try await vacuum.run() }
             defer { running.cancel() }
-            try await h.waitUntil("""
-                SELECT last_vacuum IS NOT NULL AND n_dead_tup = 0 FROM pg_stat_user_tables
-                WHERE relname = 'delivery_outbox'
-                """)
+            do {
+                try await h.waitUntil("""
+                    SELECT last_vacuum IS NOT NULL AND n_dead_tup = 0 FROM pg_stat_user_tables
+                    WHERE relname = 'delivery_outbox'
+                    """)
+            } catch {
+                // (Seen once in a loaded full run, cause not found: say what the table and this database's sessions
+                // looked like, so the next failure tells.)
+                let table = try await h.rows("""
+                    SELECT format('last_vacuum %s, vacuums %s, dead %s, live %s', last_vacuum, vacuum_count,
+                                  n_dead_tup, n_live_tup)
+                    FROM pg_stat_user_tables WHERE relname = 'delivery_outbox'
+                    """, as: String.self)
+                let sessions = try await h.rows("""
+                    SELECT format('%s %s xmin %s since %s: %s', pid, state, backend_xmin, xact_start, left(query, 60))
+                    FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()
+                    """, as: String.self)
+                Issue.record("the queue's table: \(table); this database's sessions: \(sessions)")
+                throw error
+            }
             let vacuumed = try await h.rows("""
                 SELECT relname::text FROM pg_stat_user_tables WHERE last_vacuum IS NOT NULL
                 """, as: String.self)
