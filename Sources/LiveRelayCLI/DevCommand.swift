@@ -26,16 +26,6 @@ struct DevCommand: AsyncParsableCommand {
         let state = URL(fileURLWithPath: stateDirectory).standardizedFileURL.path
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         DevStateLock.acquire(state: state)
-        // A port another process holds is said before the cluster starts (the relay checks again as it starts).
-        let portText = environment["PORT"]?.trimmingCharacters(in: .whitespaces) ?? ""
-        // (A PORT that is not a number is the configuration's error to report, below.)
-        if let port = portText.isEmpty ? RelayConfiguration.defaultPort : Int(portText) {
-            do {
-                try await ListenCheck.check(host: environment["HOST"] ?? RelayConfiguration.defaultHost, port: port)
-            } catch {
-                fail("liverelay: \(error)")
-            }
-        }
 
         // APNs: the simulator unless real credentials are configured.
         let useSimulator = environment["APNS_KEY_ID"] == nil
@@ -63,12 +53,19 @@ struct DevCommand: AsyncParsableCommand {
         let relaySettings = DevRelaySettings(
             environment: environment, adminToken: adminToken, apnsSimulator: useSimulator ? (keyPath, caPath) : nil)
 
-        // A bad setting is said before the cluster is created or started: the settings are read once with stand-ins
-        // for the addresses that exist only later (the cluster's and the simulators').
+        // A bad setting, or a port another process holds, is said before the cluster is created or started: the
+        // settings are read once with stand-ins for the addresses that exist only later (the cluster's and the
+        // simulators'), and their address is tried (the relay tries it again as it starts).
+        let trial: RelayConfiguration
         do {
-            _ = try RelayConfiguration.fromEnvironment(try relaySettings.trial(fcmSimulator), files: LocalFiles())
+            trial = try RelayConfiguration.fromEnvironment(try relaySettings.trial(fcmSimulator), files: LocalFiles())
         } catch {
             fail("\(error)")
+        }
+        do {
+            try await ListenCheck.check(host: trial.host, port: trial.port)
+        } catch {
+            fail("liverelay: \(error)")
         }
 
         // PostgreSQL: created once, started now, stopped when we stop (the lock says no other `dev` uses it).

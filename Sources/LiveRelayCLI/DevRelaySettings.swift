@@ -11,7 +11,7 @@ struct DevRelaySettings {
         self.apnsSimulator = apnsSimulator
     }
 
-    /// The relay's environment once the cluster and the APNs simulator listen (FCM's settings are merged by the caller).
+    /// The relay's environment once the cluster and the APNs simulator listen (the caller merges FCM's settings).
     func environment(databaseURL: String, apnsSimulatorPort: Int?) -> [String: String] {
         var settings = base
         settings["DATABASE_URL"] = databaseURL

@@ -101,8 +101,8 @@ public struct RelayTools: Sendable {
             let limit = try arguments.integer("limit", default: 50, range: 1...Self.maximumLimit)
             let activities = try await store.activities(LiveActivityFilter(
                 status: try arguments.choice("status", as: ActivityStatus.self), deviceUUID: device, limit: limit))
-            return try Self.result(Self.listed(activities.count, "live activity", "live activities", limit: limit) + ".",
-                                   ["activities": activities])
+            let summary = Self.listed(activities.count, "live activity", "live activities", limit: limit)
+            return try Self.result(summary + ".", ["activities": activities])
         case .updateActivity:
             let arguments = try ToolArguments(values, allowed: ["session_id", "id", "content_state", "alert"])
             guard let state = try arguments.object("content_state") else {

@@ -25,6 +25,9 @@ extension BroadcastHub {
     /// `limit` of them, so that a client far behind costs one bounded read and one bounded answer at a time.
     public func history(after sequence: Int64, through: Int64, channels: [String],
                         limit: Int) async throws -> HistoryPage {
+        // At the hub's position (a client reconnecting as it dropped): nothing missed, and nothing pruned after it (the
+        // hub read every pruned event long before), so the database is not asked.
+        guard sequence != through else { return HistoryPage(events: [], isComplete: true) }
         let everything = channels.contains(Self.everyChannel)
         return try await connector.withConnection(logger: logger) { connection in
             // The log's own head, not the hub's position: another relay's hub may be a read ahead of this one's.
