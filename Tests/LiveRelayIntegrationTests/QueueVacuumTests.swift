@@ -7,6 +7,9 @@ import Testing
 /// A drained backlog's dead rows are vacuumed by the relay, not left at the head of the due index for autovacuum.
 @Suite("Queue vacuum")
 struct QueueVacuumTests {
+    /// Dead rows a vacuum may leave on pages it could not prune: a tenth of the 12,000 deleted, about twenty pages.
+    static let fewLeft: Int64 = 1_200
+
     @Test("a queue left mostly dead rows is vacuumed within seconds; one still holding its backlog is not")
     func vacuumsDrainedQueue() async throws {
         try await Harness.with { h in
@@ -28,14 +31,18 @@ struct QueueVacuumTests {
             try await h.sql("DELETE FROM delivery_outbox")
             let running = Task { try await vacuum.run() }
             defer { running.cancel() }
+            // "Vacuumed" is: the dead rows are gone, all but a few pages' worth. A page that another process has pinned
+            // when the vacuum reaches it (the checkpointer writing it out, say) cannot be pruned, and a non-aggressive
+            // vacuum passes over it, counting its rows as dead still; the few left are below the relay's threshold, so
+            // it does not vacuum again for them. A vacuum that a snapshot kept from removing the rows leaves all 12,000.
             do {
                 try await h.waitUntil("""
-                    SELECT last_vacuum IS NOT NULL AND n_dead_tup = 0 FROM pg_stat_user_tables
+                    SELECT last_vacuum IS NOT NULL AND n_dead_tup < \(Self.fewLeft) FROM pg_stat_user_tables
                     WHERE relname = 'delivery_outbox'
                     """)
             } catch {
-                // (Seen once in a loaded full run, cause not found: say what the table and this database's sessions
-                // looked like, so the next failure tells.)
+                // (Seen once in a loaded full run while the wait was for no dead row at all, which a page passed over
+                // explains: say what the table and this database's sessions looked like, so another failure tells.)
                 let table = try await h.rows("""
                     SELECT format('last_vacuum %s, vacuums %s, dead %s, live %s', last_vacuum, vacuum_count,
                                   n_dead_tup, n_live_tup)
@@ -54,7 +61,7 @@ struct QueueVacuumTests {
             let dead = try await h.rows(
                 "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'delivery_outbox'", as: Int64.self)
             #expect(vacuumed == ["delivery_outbox"], "vacuumed: \(vacuumed)")
-            #expect(dead == [0])
+            #expect(dead.count == 1 && dead[0] < Self.fewLeft, "dead rows left: \(dead)")
         }
     }
 }
