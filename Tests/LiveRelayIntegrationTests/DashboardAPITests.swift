@@ -82,11 +82,19 @@ struct DashboardAPITests {
                     {"contentState":{"status":"out_for_delivery","minutesAway":10},
                      "alert":{"title":"On its way","body":"10 min"},"staleDate":2000000000}
                     """#, headers: RelayHTTP.admin)
-                #expect(patched.status == 200)
+                #expect(patched.status == 200 && patched["push"] == .string("queued"), "\(patched.text)")
                 let update = try #require(try await h.waitForPushes { !$0.isEmpty }.first)
                 #expect(update.contentState == ["status": .string("out_for_delivery"), "minutesAway": .integer(10)])
                 #expect(update.aps["alert"] == .object(["title": .string("On its way"), "body": .string("10 min")]))
                 #expect(update.aps["stale-date"] == .integer(2_000_000_000) && update.priority == "10")
+
+                // The same state again, without an alert, sends nothing, and the answer says so (a stale date alone
+                // goes with the next update).
+                let again = try await api.request(.PATCH, "/v1/live-activities/\(id)", json: #"""
+                    {"contentState":{"minutesAway":10,"status":"out_for_delivery"},"staleDate":2000000050}
+                    """#, headers: RelayHTTP.admin)
+                #expect(again.status == 200 && again["push"] == .string("unchanged"), "\(again.text)")
+                #expect(again["contentState"] == patched["contentState"] && again["id"] == .string(id))
 
                 let newToken = randomToken()
                 #expect(
