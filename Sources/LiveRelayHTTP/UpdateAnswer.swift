@@ -1,24 +1,24 @@
 import LiveRelayStore
 
-/// The answer to `PATCH /v1/live-activities/{id}`: the activity as written, and whether the write sends anything.
-/// A state the activity already holds, without an alert, sends nothing (as any SQL write of it): `push` says so, so
+/// The answer to a `PATCH` of an activity or a channel: the record as written, and whether the write sends anything.
+/// A state the record already holds, without an alert, sends nothing (as any SQL write of it): `push` says so, so
 /// that a caller who changed only `staleDate` or `priority` is not left waiting for a push.
-struct ActivityUpdateAnswer: Encodable {
+struct UpdateAnswer<Record: Encodable>: Encodable {
     enum Push: String, Encodable {
         /// An update is on its way (now, or when the activity gets its token).
         case queued
-        /// The activity already shows this content-state and no alert came with it.
+        /// The record already shows this content-state and no alert came with it.
         case unchanged
     }
 
-    let activity: LiveActivity
+    let record: Record
     let push: Push
 
     private enum CodingKeys: String, CodingKey { case push }
 
-    /// The activity's own fields, with `push` beside them.
+    /// The record's own fields, with `push` beside them.
     func encode(to encoder: any Encoder) throws {
-        try activity.encode(to: encoder)
+        try record.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(push, forKey: .push)
     }
