@@ -34,8 +34,8 @@ struct ChannelRoutes: Sendable {
         }
         admin.patch("v1/channels/:name") { request, context in
             let body = try await request.decode(as: UpdateChannelBody.self)
-            return try encodedResponse(
-                .ok, try await store.updateChannel(named: try Self.name(context), body.change).channel)
+            let (channel, _, effect) = try await store.updateChannel(named: try Self.name(context), body.change)
+            return try encodedResponse(.ok, UpdateAnswer(record: channel, push: effect))
         }
         admin.delete("v1/channels/:name") { _, context in
             _ = try await store.updateChannel(named: try Self.name(context), ChannelChange(status: .deleted))

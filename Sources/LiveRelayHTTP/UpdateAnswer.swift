@@ -1,18 +1,11 @@
-import LiveRelayStore
+import LiveRelayCore
 
 /// The answer to a `PATCH` of an activity or a channel: the record as written, and whether the write sends anything.
-/// A state the record already holds, without an alert, sends nothing (as any SQL write of it): `push` says so, so
-/// that a caller who changed only `staleDate` or `priority` is not left waiting for a push.
+/// A state the record already holds, without an alert, sends nothing (as any SQL write of it): `push` says so, so that
+/// a caller who changed only `staleDate` or `priority`, or wrote to an ended channel, is not left waiting for a push.
 struct UpdateAnswer<Record: Encodable>: Encodable {
-    enum Push: String, Encodable {
-        /// An update is on its way (now, or when the activity gets its token).
-        case queued
-        /// The record already shows this content-state and no alert came with it.
-        case unchanged
-    }
-
     let record: Record
-    let push: Push
+    let push: UpdateEffect
 
     private enum CodingKeys: String, CodingKey { case push }
 

@@ -147,21 +147,24 @@ public struct RelayTools: Sendable {
             guard status == nil || status == .ended || status == .deleted else {
                 throw StoreError.invalidArgument("status may be ended or deleted")
             }
-            let (channel, before, changed) = try await store.updateChannel(
+            let (channel, before, effect) = try await store.updateChannel(
                 named: name, ChannelChange(contentState: state, status: status))
-            return try Self.result(Self.channelSummary(channel, before: before, stateChanged: changed), channel)
+            return try Self.result(Self.channelSummary(channel, before: before, effect: effect), channel)
         }
     }
 
     /// What `update_channel` did, truthfully: a channel that is not active sends nothing, nor does a state it shows.
-    static func channelSummary(_ channel: BroadcastChannelRecord, before: ChannelStatus, stateChanged: Bool) -> String {
+    static func channelSummary(_ channel: BroadcastChannelRecord, before: ChannelStatus, effect: UpdateEffect)
+        -> String {
         let name = channel.name
         if channel.status != before { return "Channel \(name) is \(channel.status.rawValue) now." }
-        if before != .active {
+        switch effect {
+        case .notActive:
             return "Channel \(name) is \(before.rawValue), so nothing was sent: an ended, deleted or failed channel "
                 + "sends no more updates."
+        case .unchanged: return "Channel \(name) already shows that content_state, so nothing was sent."
+        case .queued: break
         }
-        if !stateChanged { return "Channel \(name) already shows that content_state, so nothing was sent." }
         if channel.apnsChannelId == nil {
             return "Updated channel \(name); it reaches iOS subscribers as soon as Apple has created the channel."
         }

@@ -57,10 +57,10 @@ extension RelayStore {
     }
 
     /// Changes what is given; the triggers send what the change calls for. Answers the channel as written, the status
-    /// it had and whether its content-state changed (only a changed state of an active channel is sent), in one
+    /// it had and what the change sends (only a changed state of an active channel, or its end or deletion), in one
     /// statement.
     public func updateChannel(named name: String, _ change: ChannelChange) async throws
-        -> (channel: BroadcastChannelRecord, previousStatus: ChannelStatus, stateChanged: Bool) {
+        -> (channel: BroadcastChannelRecord, previousStatus: ChannelStatus, effect: UpdateEffect) {
         struct Found: Decodable {
             let channel: BroadcastChannelRecord, previousStatus: ChannelStatus, stateChanged: Bool
         }
@@ -81,7 +81,9 @@ extension RelayStore {
                                         'stateChanged', c.content_state IS DISTINCT FROM o.old_state)::text
             """, as: Found.self)
         guard let first = found.first else { throw StoreError.notFound("there is no channel named \(name)") }
-        return (first.channel, first.previousStatus, first.stateChanged)
+        let effect = UpdateEffect.channel(
+            before: first.previousStatus, after: first.channel.status, stateChanged: first.stateChanged)
+        return (first.channel, first.previousStatus, effect)
     }
 
     /// Queues push-to-start of activities that follow the channel on the given devices; says how many, and which

@@ -55,12 +55,19 @@ struct ChannelRoutesTests {
                                                     json: #"{"contentState": {"score": "1-0"}}"#,
                                                     headers: RelayHTTP.admin)
                 #expect(patched.status == 200 && patched["contentState"] == .object(["score": .string("1-0")]))
+                #expect(patched["push"] == .string("queued"), "\(patched.text)")
                 let events = try await stream.wait { $0.contains { $0.name == "channel-update" } }
                 let update = try #require(events.first { $0.name == "channel-update" })
                 let data = try JSONValue(parsing: update.data).objectValue
                 #expect(data?["channel"] == .string("route-1") && data?["status"] == .string("active"))
                 #expect(data?["content_state"] == .object(["score": .string("1-0")]))
                 _ = try await h.waitForBroadcasts { $0.last?.contentState == ["score": .string("1-0")] }
+                // The same state again sends nothing, and the answer says so.
+                let same = try await api.request(.PATCH, "/v1/channels/route-1",
+                                                 json: #"{"contentState": {"score": "1-0"}, "priority": 5}"#,
+                                                 headers: RelayHTTP.admin)
+                #expect(same.status == 200 && same["push"] == .string("unchanged") && same["priority"] == .integer(5),
+                        "\(same.text)")
 
                 // Push-to-start of activities that follow the channel.
                 let startToken = randomToken()
@@ -117,6 +124,10 @@ struct ChannelRoutesTests {
                 try await h.waitUntil(
                     "SELECT count(*) = 1 FROM delivery_log WHERE event_type = 'delete' AND status = 'sent'")
                 #expect(h.simulator.channels().isEmpty)
+                let tooLate = try await api.request(.PATCH, "/v1/channels/route-1",
+                                                    json: #"{"contentState": {"score": "2-0"}}"#,
+                                                    headers: RelayHTTP.admin)
+                #expect(tooLate.status == 200 && tooLate["push"] == .string("notActive"), "\(tooLate.text)")
                 let afterwards = try await api.post("/v1/channels/route-1/start",
                                                     #"{"deviceUUIDs": ["\#(device)"]}"#, headers: RelayHTTP.admin)
                 #expect(afterwards.status == 409)

@@ -33,8 +33,9 @@ struct QueueVacuumTests {
             defer { running.cancel() }
             // "Vacuumed" is: the dead rows are gone, all but a few pages' worth. A page that another process has pinned
             // when the vacuum reaches it (the checkpointer writing it out, say) cannot be pruned, and a non-aggressive
-            // vacuum passes over it, counting its rows as dead still; the few left are below the relay's threshold, so
-            // it does not vacuum again for them. A vacuum that a snapshot kept from removing the rows leaves all 12,000.
+            // vacuum passes over it, counting its rows as dead still; the few left are below the relay's threshold,
+            // so it does not vacuum again for them. A vacuum that a snapshot kept from removing the rows leaves all
+            // 12,000.
             do {
                 try await h.waitUntil("""
                     SELECT last_vacuum IS NOT NULL AND n_dead_tup < \(Self.fewLeft) FROM pg_stat_user_tables
