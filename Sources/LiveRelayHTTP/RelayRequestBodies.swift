@@ -46,6 +46,12 @@ struct DeviceRegistrationBody: Decodable {
         if widgetPushToken != nil, platform != .ios {
             throw APIError.badRequest("widgetPushToken is for iOS devices (platform ios)")
         }
+        // (Stored, they would never be used: an Android activity starts with a message to the device's FCM token.)
+        if platform != .ios, pushToStartToken != nil || !pushToStartTokens.isEmpty {
+            let given = pushToStartToken != nil ? "pushToStartToken" : "pushToStartTokens"
+            throw APIError.badRequest("\(given) is for iOS devices (platform ios): an Android device's activities "
+                + "start with a message to its FCM token, deviceToken")
+        }
     }
 }
 

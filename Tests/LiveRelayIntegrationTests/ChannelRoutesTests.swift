@@ -88,9 +88,11 @@ struct ChannelRoutesTests {
                 #expect(started["notQueued"] == .array([]))
                 // Devices that get no start are named, with why.
                 let plain = UUID(), android = UUID(), unknown = UUID()
-                for (uuid, platform) in [(plain, "ios"), (android, "android")] {
-                    let body = #"{"secret":"s-chan","deviceToken":"\#(randomToken())","deviceUUID":"\#(uuid)","#
-                        + #""platform":"\#(platform)","pushToStartTokens":{"OtherAttributes":"\#(randomToken())"}}"#
+                let plainBody = #"{"secret":"s-chan","deviceToken":"\#(randomToken())","deviceUUID":"\#(plain)","#
+                    + #""pushToStartTokens":{"OtherAttributes":"\#(randomToken())"}}"#
+                let androidBody = #"{"secret":"s-chan","deviceToken":"\#(randomToken())","deviceUUID":"\#(android)","#
+                    + #""platform":"android"}"#
+                for body in [plainBody, androidBody] {
                     let reply = try await api.post("/v1/device/register", body)
                     #expect(reply.status == 200, "\(reply.text)")
                 }

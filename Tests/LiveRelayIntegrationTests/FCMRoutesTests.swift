@@ -28,6 +28,17 @@ struct FCMRoutesTests {
             let bad = try await api.post("/v1/device/register",
                 #"{"secret":"pair","deviceToken":"x","bundleId":"dev.app","platform":"windows"}"#)
             #expect(bad.status == 400 && bad.text.contains("platform must be ios or android"))
+            // iOS-only tokens are refused for an Android device, by name, rather than stored and never used.
+            for field in [#""pushToStartToken":"\#(randomToken())""#,
+                          #""pushToStartTokens":{"DeliveryAttributes":"\#(randomToken())"}"#,
+                          #""widgetPushToken":"\#(randomToken())""#] {
+                let refused = try await api.post("/v1/device/register",
+                    #"{"secret":"pair","deviceToken":"\#(token)","platform":"android",\#(field)}"#)
+                let name = field.dropFirst().prefix { $0 != "\"" }
+                #expect(refused.status == 400 && refused.text.contains("\(name) is for iOS devices"),
+                        "\(refused.text)")
+            }
+            #expect(try await h.rows("SELECT count(*) FROM device_push_to_start", as: Int64.self) == [0])
         }
     }
 
