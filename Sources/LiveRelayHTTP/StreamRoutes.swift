@@ -44,9 +44,8 @@ public struct StreamRoutes: Sendable {
         }
         try await authorize(caller, channels: parsed)
         let channels = parsed.map(\.name)
-        let lastEventID = (request.headers[HTTPField.Name("Last-Event-ID")!]
-                           ?? request.uri.queryParameters.get("lastEventId"))
-            .flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+        let resumePoint = ResumePoint(header: request.headers[HTTPField.Name("Last-Event-ID")!],
+                                      query: request.uri.queryParameters.get("lastEventId"))
 
         do {
             try await hub.waitUntilStarted()
@@ -62,7 +61,8 @@ public struct StreamRoutes: Sendable {
             .contentType: "text/event-stream", .cacheControl: "no-cache", HTTPField.Name("X-Accel-Buffering")!: "no",
         ]
         do {
-            if let lastEventID {
+            if case .unreadable(let text) = resumePoint { prefix.append(SSEFrame.unreadable(text)) }
+            if case .after(let lastEventID) = resumePoint {
                 let page = try await hub.history(
                     after: lastEventID, through: cursor, channels: channels, limit: Self.historyPageSize)
                 let resync = page.resync.map { [SSEFrame.resync($0, after: lastEventID)] } ?? []

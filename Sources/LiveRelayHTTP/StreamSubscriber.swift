@@ -136,6 +136,17 @@ enum SSEFrame {
         return ByteBuffer(string: "event: resync\ndata: \(JSONValue.object(data).compactText)\n\n")
     }
 
+    /// The same for a client whose `Last-Event-ID` no event can have: it gets live events from here, and is told
+    /// that what came before may be missing.
+    static func unreadable(_ lastEventID: String) -> ByteBuffer {
+        let data: JSONValue = .object([
+            "reason": .string("unreadable"),
+            "message": .string("Last-Event-ID \(lastEventID) is not an event id of this stream (a whole number), so "
+                               + "events before this connection may be missing: read the current state again"),
+        ])
+        return ByteBuffer(string: "event: resync\ndata: \(data.compactText)\n\n")
+    }
+
     static func encode(_ event: BroadcastEvent) -> ByteBuffer {
         ByteBuffer(string: "id: \(event.sequence)\nevent: \(event.name)\ndata: \(event.data)\n\n")
     }

@@ -107,6 +107,19 @@ struct StreamResumeTests {
                 let followed = try await stranger.wait { $0.count >= 2 }
                 #expect(followed[1].json?.objectValue?["message"] == .string("newer"))
                 stranger.close()
+
+                // An id that no event can have (a client's bug) is told so too, rather than taken as nothing missed.
+                let garbled = try await SSEClient(
+                    port: port, query: "channel=\(channel)", headers: RelayHTTP.admin + [("Last-Event-ID", "seven")])
+                let said = try await garbled.wait { $0.count >= 1 }[0]
+                #expect(said.name == "resync" && said.id == nil, "\(said)")
+                #expect(said.json?.objectValue?["reason"] == .string("unreadable"), "\(said)")
+                #expect(said.json?.objectValue?["message"]?.stringValue?.contains("Last-Event-ID seven is not") == true)
+                try await h.sql(
+                    "UPDATE device_live_activity_message SET message = 'newest' WHERE device_uuid = \(device)")
+                let live = try await garbled.wait { $0.count >= 2 }
+                #expect(live[1].json?.objectValue?["message"] == .string("newest"))
+                garbled.close()
             }
         }
     }
