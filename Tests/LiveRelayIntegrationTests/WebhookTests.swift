@@ -114,6 +114,30 @@ struct WebhookTests {
         }
     }
 
+    @Test("an endpoint inserted in SQL without a secret gets a generated one, and its events are signed with it")
+    func secretGeneratedInSQL() async throws {
+        try await Harness.with { h in
+            let receiver = WebhookReceiver()
+            try await receiver.run { url in
+                try await h.withRelayPort(environment: Self.allowPrivate) { _ in
+                    let secret = try #require(try await h.rows(
+                        "INSERT INTO webhook_endpoint (url) VALUES (\(url)) RETURNING secret", as: String.self).first)
+                    #expect(secret.wholeMatch(of: /whsec_[0-9a-f]{64}/) != nil, "\(secret)")
+                    let other = try await h.rows("""
+                        INSERT INTO webhook_endpoint (url, enabled) VALUES ('https://example.com/x', false)
+                        RETURNING secret
+                        """, as: String.self)
+                    #expect(other.count == 1 && other != [secret], "each endpoint its own")
+                    try await h.registerActivity(session: "s-sql-hook")
+                    let event = try #require(try await receiver.wait { !$0.isEmpty }.first)
+                    #expect(event.type == "live_activity.started")
+                    #expect(WebhookSignature.verify(header: event.signature, secret: secret, body: event.body,
+                                                    now: Int64(Date().timeIntervalSince1970)))
+                }
+            }
+        }
+    }
+
     @Test("a receiver that hangs holds up only its own events, with at most 32 of its requests in flight")
     func hangingReceiver() async throws {
         try await Harness.with { h in
