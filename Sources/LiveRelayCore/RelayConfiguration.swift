@@ -24,6 +24,8 @@ public struct RelayConfiguration: Sendable {
     /// Settings given for a push service that is not configured (`APNS_SANDBOX_URL` with only FCM set up): they do
     /// nothing, and start-up says so, so that a half-done setup shows.
     public var ignoredSettings: [String] = []
+    /// Variables named like settings that are none (a misspelling): start-up warns of each.
+    public var unknownSettings: [SettingNames.Unknown] = []
 
     public init(databaseURL: String, apns: APNsConfiguration?, fcm: FCMConfiguration? = nil) {
         self.databaseURL = databaseURL
@@ -37,9 +39,8 @@ public struct RelayConfiguration: Sendable {
         (apns == nil ? [] : [.ios]) + (fcm == nil ? [] : [.android])
     }
 
-    /// Reads the configuration; throws one clear error naming the first missing or malformed setting.
-    /// - Parameter files: reads the files `*_FILE` variables name (Core reads none itself).
-    public static func fromEnvironment(_ environment: [String: String], files: any ConfigurationFiles) throws
+    /// Reads the configuration (`fromEnvironment` adds what it makes of names it does not read).
+    static func reading(_ environment: [String: String], files: any ConfigurationFiles) throws
         -> RelayConfiguration {
         var reader = EnvironmentReader(environment, files: files)
         let databaseURL = try reader.required(

@@ -109,6 +109,9 @@ public struct RelayServer: Sendable {
                 "settings": "\(configuration.ignoredSettings.joined(separator: ", "))",
             ])
         }
+        for unknown in configuration.unknownSettings {
+            logger.warning("\(unknown.sentence); it is ignored")
+        }
         // Not awaited: a token endpoint that is slow or refuses must not hold up start-up (shutdown ends it).
         let logger = self.logger
         Task { await transports.warmUp(logger) }
