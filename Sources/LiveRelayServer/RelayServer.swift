@@ -112,6 +112,12 @@ public struct RelayServer: Sendable {
         for unknown in configuration.unknownSettings {
             logger.warning("\(unknown.sentence); it is ignored")
         }
+        if configuration.adminToken == nil {
+            logger.warning("""
+                LIVERELAY_ADMIN_TOKEN is not set: the admin routes, the dashboard and MCP answer 401 \
+                (make one with `openssl rand -hex 24`)
+                """)
+        }
         // Not awaited: a token endpoint that is slow or refuses must not hold up start-up (shutdown ends it).
         let logger = self.logger
         Task { await transports.warmUp(logger) }
