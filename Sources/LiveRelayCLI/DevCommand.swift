@@ -110,6 +110,7 @@ struct DevCommand: AsyncParsableCommand {
             let shownSimPort = useSimulator ? simPort : nil
             let shownFCMPort = fcmPort
             let tokenFile = environment["LIVERELAY_ADMIN_TOKEN"] == nil ? state + "/admin-token" : nil
+            let watch = Task { await DevPostgresWatch(postgres: postgres).run() }
             group.addTask {
                 try await server.run { port in
                     printWelcome(httpPort: port, databaseURL: databaseURL, simPort: shownSimPort, fcmPort: shownFCMPort,
@@ -118,10 +119,15 @@ struct DevCommand: AsyncParsableCommand {
             }
             // The relay returns on Ctrl-C (graceful shutdown); then the simulators shut down gracefully too, closing
             // their connections rather than being cancelled (which their servers log as an error).
-            do {
-                try await group.next()
-            } catch let error as ListenCheck.Unavailable {
-                try await stop(simulators, in: &group, saying: "liverelay: \(error)")
+            var failure: (any Error)?
+            do { try await group.next() } catch { failure = error }
+            // The watch ends before the cluster is stopped on the way out, so that it cannot start it again.
+            watch.cancel()
+            await watch.value
+            if let unavailable = failure as? ListenCheck.Unavailable {
+                try await stop(simulators, in: &group, saying: "liverelay: \(unavailable)")
+            } else if let failure {
+                throw failure
             }
             await simulators.triggerGracefulShutdown()
             try await group.waitForAll()

@@ -73,6 +73,15 @@ public struct LocalPostgres: Sendable {
             ])
     }
 
+    /// Whether the server process named in `postmaster.pid` is alive: a cheap check (no child process), for a
+    /// watch that runs every second or two. False when the file is gone (stopped) or names a process that is not.
+    public var postmasterIsAlive: Bool {
+        guard let text = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8),
+              let pid = text.split(separator: "\n").first.flatMap({ pid_t($0.trimmingCharacters(in: .whitespaces)) }),
+              pid > 0 else { return false }
+        return kill(pid, 0) == 0 || errno == EPERM
+    }
+
     public var isRunning: Bool {
         (try? runServerBinary("pg_ctl", ["-D", dataDirectory, "status"])) != nil
     }

@@ -32,6 +32,24 @@ def test_ctrl_c_stops_the_relay_the_simulators_and_the_cluster_cleanly():
     assert not running(postmaster), f"PostgreSQL (pid {postmaster}) still runs after liverelay dev stopped"
 
 
+def test_a_postgresql_killed_under_dev_is_started_again_and_later_writes_are_delivered():
+    # It used to leave the relay reconnecting to nothing, forever, with no word of why.
+    stack = DevStack()
+    try:
+        with open(os.path.join(stack.state, "pg", "postmaster.pid")) as pid_file:
+            postmaster = int(pid_file.readline())
+        os.kill(postmaster, signal.SIGKILL)
+        assert stack.wait_for_line(r"liverelay dev: PostgreSQL is back", timeout=60), "\n".join(stack.lines[-20:])
+        assert any("liverelay dev: PostgreSQL stopped underneath it" in line for line in stack.lines)
+        stack.sql("UPDATE activity_registration SET content_state = content_state || '{\"lastMessage\": \"back\"}'"
+                  " WHERE session_id = 'demo-session' AND platform = 'ios'")
+        stack.wait_for_push(
+            lambda push: push["payload"]["aps"].get("content-state", {}).get("lastMessage") == "back", timeout=30)
+    finally:
+        stack.stop()
+    assert stack.process.returncode == 0, "\n".join(stack.lines[-20:])
+
+
 def running(pid):
     """Whether the process is alive: it exists and is not a zombie waiting to be reaped."""
     try:
