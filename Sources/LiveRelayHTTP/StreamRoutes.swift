@@ -70,7 +70,10 @@ public struct StreamRoutes: Sendable {
                     // Further behind than a page: this answer is the page, and the client comes straight back for the
                     // next one with its last id (as a client that falls behind a live stream does).
                     hub.unsubscribe(id)
-                    let frames = [SSEFrame.morePages] + resync + page.events.map(SSEFrame.encode)
+                    // A page cut at the read's limit before a page of events ends on the position read up to: an `id:`
+                    // alone, which sets the client's last id without an event.
+                    let position = page.scannedThrough.map { [SSEFrame.position($0)] } ?? []
+                    let frames = [SSEFrame.morePages] + resync + page.events.map(SSEFrame.encode) + position
                     return Response(status: .ok, headers: headers, body: ResponseBody { writer in
                         try await writer.write(contentsOf: frames)
                         try await writer.finish(nil)

@@ -147,6 +147,12 @@ enum SSEFrame {
         return ByteBuffer(string: "event: resync\ndata: \(data.compactText)\n\n")
     }
 
+    /// Moves the client's last event id on without an event (EventSource sets it from an `id:` field even when there
+    /// is no data to dispatch): where a page of history that read as far as one read may ends.
+    static func position(_ sequence: Int64) -> ByteBuffer {
+        ByteBuffer(string: "id: \(sequence)\n\n")
+    }
+
     static func encode(_ event: BroadcastEvent) -> ByteBuffer {
         ByteBuffer(string: "id: \(event.sequence)\nevent: \(event.name)\ndata: \(event.data)\n\n")
     }

@@ -6,10 +6,14 @@ extension BroadcastHub {
     /// The events a resuming client missed, at most a page of them.
     public struct HistoryPage: Sendable {
         public var events: [BroadcastEvent]
-        /// False when more events follow the page: the client resumes again from its last event.
+        /// False when more events follow the page: the client resumes again from its last event, or from
+        /// `scannedThrough` when that is further.
         public var isComplete: Bool
         /// Set when the log cannot give everything the client missed: it should read the current state again.
         public var resync: Resync?
+        /// The log was read up to this sequence (a page that ends short of the hub's position because the read went
+        /// as far as one read may, on a stream whose events are sparse in the log): where the client resumes.
+        public var scannedThrough: Int64? = nil
     }
 
     /// Why a resuming client cannot be given everything it missed.
@@ -22,9 +26,11 @@ extension BroadcastHub {
     }
 
     /// Events after `sequence` up to `through`, on any of `channels`, from the log (for `Last-Event-ID`): the first
-    /// `limit` of them, so that a client far behind costs one bounded read and one bounded answer at a time.
-    public func history(after sequence: Int64, through: Int64, channels: [String],
-                        limit: Int) async throws -> HistoryPage {
+    /// `limit` of them, so that a client far behind costs one bounded read and one bounded answer at a time. The read
+    /// also goes over at most `scanLimit` of the log's sequences: a stream with few events among many (one device's,
+    /// a day behind) would otherwise have the database walk the whole day's log for them, once per reconnect.
+    public func history(after sequence: Int64, through: Int64, channels: [String], limit: Int,
+                        scanLimit: Int64 = 100_000) async throws -> HistoryPage {
         // At the hub's position (a client reconnecting as it dropped): nothing missed, and nothing pruned after it (the
         // hub read every pruned event long before), so the database is not asked.
         guard sequence != through else { return HistoryPage(events: [], isComplete: true) }
@@ -40,17 +46,23 @@ extension BroadcastHub {
             guard sequence <= head else { return HistoryPage(events: [], isComplete: true, resync: .ahead(of: head)) }
             let resync = pruned > max(sequence, 0) ? Resync.pruned(through: pruned) : nil
             guard through > sequence else { return HistoryPage(events: [], isComplete: true, resync: resync) }
+            // What was pruned is not read (nothing is left of it); from there, one read's worth of sequences.
+            let from = max(sequence, pruned)
+            let upTo = through - from > scanLimit ? from + scanLimit : through
             var events: [BroadcastEvent] = []
             for try await (seq, rowChannels, event, data) in try await connection.query("""
                 SELECT seq, channels, event, data::text FROM broadcast_log
-                WHERE seq > \(sequence) AND seq <= \(through) AND (\(everything) OR channels && \(channels)::text[])
+                WHERE seq > \(from) AND seq <= \(upTo) AND (\(everything) OR channels && \(channels)::text[])
                 ORDER BY seq LIMIT \(limit + 1)
                 """, logger: logger).decode((Int64, [String], String, String).self) {
                 events.append(BroadcastEvent(sequence: seq, channels: rowChannels, name: event, data: data))
             }
-            let isComplete = events.count <= limit
-            if !isComplete { events.removeLast() }
-            return HistoryPage(events: events, isComplete: isComplete, resync: resync)
+            if events.count > limit {
+                events.removeLast()
+                return HistoryPage(events: events, isComplete: false, resync: resync)
+            }
+            return HistoryPage(events: events, isComplete: upTo == through, resync: resync,
+                               scannedThrough: upTo == through ? nil : upTo)
         }
     }
 }

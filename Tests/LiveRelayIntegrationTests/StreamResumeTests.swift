@@ -50,6 +50,57 @@ struct StreamResumeTests {
         }
     }
 
+    @Test("a stream with few events among many is resumed a bounded read at a time, its position moved on by an id")
+    func sparse() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let device = UUID(), marker = UUID()
+                let channel = "device:\(device.uuidString.lowercased())"
+                let start = try await h.rows("SELECT coalesce(max(seq), 0) FROM broadcast_log", as: Int64.self)[0]
+                func message(_ text: String, to uuid: UUID? = nil) async throws {
+                    try await h.sql("""
+                        INSERT INTO device_live_activity_message (device_uuid, message)
+                        VALUES (\(uuid ?? device), \(text))
+                        ON CONFLICT (device_uuid) DO UPDATE SET message = excluded.message
+                        """)
+                }
+                // A live stream of another device's: its event, written last, says the hub has read all before it.
+                let watcher = try await SSEClient(
+                    port: port, query: "channel=device:\(marker.uuidString.lowercased())", headers: RelayHTTP.admin)
+                // One event of this device's, 120,000 of others', then another of its own: more than one read's
+                // worth of the log (100,000 sequences) between the two.
+                try await message("before")
+                try await h.sql("""
+                    INSERT INTO broadcast_log (channels, event, data)
+                    SELECT ARRAY['device:someone-else'], 'live-activity-message', '{}' FROM generate_series(1, 120000)
+                    """)
+                try await message("after")
+                try await message("read", to: marker)
+                try await watcher.wait(timeout: .seconds(30)) { !$0.isEmpty }
+                watcher.close()
+                let first = try await SSEClient(
+                    port: port, query: "channel=\(channel)", headers: RelayHTTP.admin + [("Last-Event-ID", "\(start)")])
+                #expect(try await pollUntil(timeout: .seconds(15)) { first.ended }, "the answer did not end")
+                // The first event, then the position the read went to, as an id alone: no event is dispatched for it.
+                let blocks = first.rawBlocks
+                #expect(blocks.first?.hasPrefix("retry: 0\n") == true, "\(blocks.prefix(3))")
+                #expect(first.received.first?.json?.objectValue?["message"] == .string("before"), "\(first.received)")
+                let position = try #require(blocks.last.flatMap { $0.hasPrefix("id: ") ? Int64($0.dropFirst(4)) : nil },
+                                            "\(blocks.suffix(2))")
+                #expect(position == start + 100_000 && !blocks.last!.contains("data:"), "\(blocks.suffix(2))")
+                // From there the rest, and the stream stays open.
+                let rest = try await SSEClient(port: port, query: "channel=\(channel)",
+                                               headers: RelayHTTP.admin + [("Last-Event-ID", "\(position)")])
+                let after = try await rest.wait { !$0.isEmpty }
+                #expect(after.map { $0.json?.objectValue?["message"] } == [.string("after")], "\(after)")
+                try await message("live")
+                let live = try await rest.wait { $0.count >= 2 }
+                #expect(live[1].json?.objectValue?["message"] == .string("live") && !rest.ended)
+                rest.close()
+            }
+        }
+    }
+
     @Test("a client whose missed events were pruned gets a resync event, then what is left; a later id gets none")
     func pruned() async throws {
         try await Harness.with { h in
