@@ -46,7 +46,9 @@ extension BroadcastHub {
             guard sequence <= head else { return HistoryPage(events: [], isComplete: true, resync: .ahead(of: head)) }
             let resync = pruned > max(sequence, 0) ? Resync.pruned(through: pruned) : nil
             guard through > sequence else { return HistoryPage(events: [], isComplete: true, resync: resync) }
-            // What was pruned is not read (nothing is left of it); from there, one read's worth of sequences.
+            // What was pruned is not read: its index entries are dead until vacuumed, and a row the prune left below
+            // its horizon (a transaction that began after a pruned one and took a lower sequence) is among the events
+            // the resync says were not sent. From there, one read's worth of sequences.
             let from = max(sequence, pruned)
             let upTo = through - from > scanLimit ? from + scanLimit : through
             var events: [BroadcastEvent] = []
