@@ -25,19 +25,31 @@ struct DevPostgresWatch: Sendable {
                 return
             }
             say("PostgreSQL stopped underneath it (port \(postgres.port)); starting it again …")
-            do {
-                try postgres.start()
-            } catch {
-                // Someone may have started it meanwhile (a `pg_ctl restart` by hand): then it is back all the same.
-                try? await Task.sleep(for: .seconds(2))
-                guard postgres.postmasterIsAlive else {
-                    say("PostgreSQL did not start again: \(error); stopping")
-                    kill(getpid(), SIGINT)
-                    return
-                }
+            if let failure = await startAgain() {
+                say("PostgreSQL did not start again: \(failure); stopping")
+                kill(getpid(), SIGINT)
+                return
             }
             say("PostgreSQL is back; the relay reconnects by itself, and what was written before is delivered")
         }
+    }
+
+    /// Starts the server, trying three times two seconds apart: a killed server's sessions may still hold its shared
+    /// memory for a moment, and someone may have started it meanwhile (a `pg_ctl restart` by hand), which is as good.
+    /// Returns the last failure, or nil once it runs.
+    private func startAgain() async -> (any Error)? {
+        var failure: (any Error)?
+        for attempt in 1...3 {
+            do {
+                try postgres.start()
+                return nil
+            } catch {
+                failure = error
+            }
+            if attempt < 3 { try? await Task.sleep(for: .seconds(2)) }
+            if postgres.postmasterIsAlive { return nil }
+        }
+        return failure
     }
 
     private func say(_ text: String) {
