@@ -46,8 +46,7 @@ struct FCMFixture: Sendable {
             portSink.yield(port)
             portSink.finish()
         }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await app.runService(gracefulShutdownSignals: [], logger: logger) }
+        try await withGracefulService(app, logger: logger) {
             var port = 0
             for await value in ports { port = value }
             let tokenURI = "https://localhost:\(port)/token"
@@ -55,13 +54,7 @@ struct FCMFixture: Sendable {
             let account = FCMSimulator.serviceAccountJSON(key: key, projectID: projectID, tokenURI: tokenURI)
             try Data(account.utf8).write(to: URL(fileURLWithPath: accountFile))
             let fixture = FCMFixture(simulator: simulator, port: port, accountFile: accountFile, caFile: caFile)
-            do {
-                try await body(fixture)
-            } catch {
-                group.cancelAll()
-                throw error
-            }
-            group.cancelAll()
+            try await body(fixture)
         }
     }
 

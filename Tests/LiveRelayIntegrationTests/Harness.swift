@@ -47,21 +47,14 @@ struct Harness: Sendable {
             portSink.yield(port)
             portSink.finish()
         }
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { [logger] in try await app.runService(gracefulShutdownSignals: [], logger: logger) }
+        try await withGracefulService(app, logger: logger) {
             var port = 0
             for await value in ports { port = value }
             let harness = Harness(
                 databaseURL: databaseURL, simulator: simulator, simulatorPort: port, keyPEM: key.pemRepresentation,
                 caFile: caFile, logger: logger)
             try await harness.migrate()
-            do {
-                try await body(harness)
-            } catch {
-                group.cancelAll()
-                throw error
-            }
-            group.cancelAll()
+            try await body(harness)
         }
     }
 
