@@ -20,8 +20,8 @@ struct LiveActivityRoutes: Sendable {
         }
         router.patch("v1/live-activities/:id") { request, context in
             let body = try await request.decode(as: UpdateLiveActivityBody.self)
-            let (activity, pushed) = try await store.updateActivity(.id(try Self.id(context)), body.update)
-            return try encodedResponse(.ok, UpdateAnswer(record: activity, push: pushed ? .queued : .unchanged))
+            let (activity, effect) = try await store.updateActivity(.id(try Self.id(context)), body.update)
+            return try encodedResponse(.ok, UpdateAnswer(record: activity, push: effect))
         }
         router.delete("v1/live-activities/:id") { request, context in
             try encodedResponse(.ok, try await store.endActivity(

@@ -133,18 +133,22 @@ enum SSEFrame {
             data["message"] = .string("event \(lastEventID) is ahead of the stream (at \(head)), whose log was reset "
                                       + "since: read the current state again")
         }
-        return ByteBuffer(string: "event: resync\ndata: \(JSONValue.object(data).compactText)\n\n")
+        return resyncEvent(data)
     }
 
     /// The same for a client whose `Last-Event-ID` no event can have: it gets live events from here, and is told
     /// that what came before may be missing.
     static func unreadable(_ lastEventID: String) -> ByteBuffer {
-        let data: JSONValue = .object([
+        resyncEvent([
             "reason": .string("unreadable"),
             "message": .string("Last-Event-ID \(lastEventID) is not an event id of this stream (a whole number), so "
                                + "events before this connection may be missing: read the current state again"),
         ])
-        return ByteBuffer(string: "event: resync\ndata: \(data.compactText)\n\n")
+    }
+
+    /// A `resync` event: no `id:`, so the client's last id stays its own.
+    private static func resyncEvent(_ data: [String: JSONValue]) -> ByteBuffer {
+        ByteBuffer(string: "event: resync\ndata: \(JSONValue.object(data).compactText)\n\n")
     }
 
     /// Moves the client's last event id on without an event (EventSource sets it from an `id:` field even when there

@@ -108,9 +108,9 @@ public struct RelayTools: Sendable {
             guard let state = try arguments.object("content_state") else {
                 throw StoreError.invalidArgument("content_state is required: a JSON object, like {\"progress\": 0.5}")
             }
-            let (updated, pushed) = try await store.updateActivity(
+            let (updated, effect) = try await store.updateActivity(
                 try arguments.activity(), LiveActivityUpdate(contentState: state, alert: try arguments.alert("alert")))
-            return try Self.result(pushed
+            return try Self.result(effect == .queued
                 ? "Updated live activity \(updated.sessionId); the push is on its way."
                 : "Live activity \(updated.sessionId) already shows that content_state, so nothing was pushed "
                     + "(give an alert to push it anyway).", updated)

@@ -92,7 +92,7 @@ extension RelayStore {
     /// when the state was already that and no alert was given: such a write pushes nothing (as any SQL write of an
     /// unchanged state), and the answer says so.
     public func updateActivity(_ selector: ActivitySelector, _ update: LiveActivityUpdate) async throws
-        -> (activity: LiveActivity, pushed: Bool) {
+        -> (activity: LiveActivity, effect: UpdateEffect) {
         guard case .object = update.contentState else {
             throw StoreError.invalidArgument("content_state must be a JSON object, like {\"progress\": 0.5}")
         }
@@ -116,7 +116,7 @@ extension RelayStore {
                 """
             return (query, changes)
         }
-        return (activity, changes || update.alert != nil)
+        return (activity, changes || update.alert != nil ? .queued : .unchanged)
     }
 
     /// Ends an active activity: an `end` push, with the dismissal date when given.

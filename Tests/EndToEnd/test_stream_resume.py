@@ -51,16 +51,20 @@ def test_a_browser_resumes_a_sparse_stream_across_bounded_reads_and_gets_each_ev
             source.addEventListener('live-activity-message',
                                     event => window.got.push([event.lastEventId, JSON.parse(event.data).message]));
             """, device, stack.token, start)
-        deadline = time.time() + 30
-        got = []
-        while time.time() < deadline:
-            got = driver.execute_script("return window.got")
-            if any(text == "after" for _, text in got):
-                break
-            time.sleep(0.2)
-        time.sleep(1)  # anything repeated would come now
-        got = driver.execute_script("return window.got")
-        assert [text for _, text in got] == ["before", "after"], got
+        def received(text):
+            deadline, got = time.time() + 30, []
+            while time.time() < deadline:
+                got = driver.execute_script("return window.got")
+                if any(seen == text for _, seen in got):
+                    return got
+                time.sleep(0.2)
+            raise AssertionError(f"no {text!r} in the browser; it has {got}")
+
+        received("after")
+        # Caught up, the stream is live: the next write comes on it, and nothing came twice before it.
+        stack.sql(message, (device, "live"))
+        got = received("live")
+        assert [text for _, text in got] == ["before", "after", "live"], got
         assert int(got[1][0]) > int(got[0][0]) + 100_000, got
     finally:
         driver.quit()

@@ -122,7 +122,15 @@ struct ChannelRoutesTests {
 
                 let deleted = try await api.request(.DELETE, "/v1/channels/route-1", headers: RelayHTTP.admin)
                 #expect(deleted.status == 204)
-                _ = try await stream.wait { $0.contains { $0.name == "channel-end" } }
+                let streamed = try await stream.wait { $0.contains { $0.name == "channel-end" } }
+                // The unchanged PATCH sent nothing: one update before the end (a channel's sends go in order), on
+                // Apple's side and on the stream.
+                let sent = try await h.waitForBroadcasts { $0.contains { $0.aps["event"] == .string("end") } }
+                let updates = sent.filter {
+                    $0.aps["event"] == .string("update") && $0.contentState == ["score": .string("1-0")]
+                }
+                #expect(updates.count == 1, "\(sent.map(\.aps))")
+                #expect(streamed.filter { $0.name == "channel-update" }.count == 1, "\(streamed.map(\.name))")
                 try await h.waitUntil(
                     "SELECT count(*) = 1 FROM delivery_log WHERE event_type = 'delete' AND status = 'sent'")
                 #expect(h.simulator.channels().isEmpty)
