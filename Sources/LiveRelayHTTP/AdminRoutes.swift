@@ -31,7 +31,7 @@ struct AdminRoutes: Sendable {
         }
         admin.post("rest/v1/device_live_activity_message") { request, _ in try await writeMessage(request) }
         admin.get("v1/devices") { request, _ in
-            let limit = request.uri.queryParameters.get("limit").map { Int($0) ?? 0 } ?? 100
+            let limit = try request.uri.queryParameters.wholeNumber("limit", default: 100, range: 1...1000)
             return try encodedResponse(.ok, try await store.devices(limit: limit))
         }
         admin.get("v1/deliveries") { request, _ in
@@ -88,10 +88,7 @@ struct AdminRoutes: Sendable {
             }
             filter.transport = transport
         }
-        if let text = parameters.get("limit") {
-            guard let limit = Int(text) else { throw APIError.badRequest("limit must be a whole number") }
-            filter.limit = limit
-        }
+        filter.limit = try parameters.wholeNumber("limit", default: filter.limit, range: 1...500)
         return filter
     }
 }

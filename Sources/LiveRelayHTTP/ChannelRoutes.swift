@@ -21,11 +21,7 @@ struct ChannelRoutes: Sendable {
                 }
                 status = value
             }
-            var limit = 100
-            if let text = parameters.get("limit") {
-                guard let value = Int(text) else { throw APIError.badRequest("limit must be a whole number") }
-                limit = value
-            }
+            let limit = try parameters.wholeNumber("limit", default: 100, range: 1...1000)
             return try encodedResponse(.ok, try await store.channels(status: status, limit: limit))
         }
         admin.post("v1/channels") { request, _ in

@@ -57,13 +57,6 @@ struct LiveActivityRoutes: Sendable {
 
     /// `?status=&platform=&externalId=&userId=&deviceUUID=&limit=&offset=`
     static func filter(_ parameters: Parameters) throws -> LiveActivityFilter {
-        func integer(_ name: String, default value: Int, range: ClosedRange<Int>) throws -> Int {
-            guard let text = parameters.get(name) else { return value }
-            guard let number = Int(text), range.contains(number) else {
-                throw APIError.badRequest("\(name) must be a whole number in \(range.lowerBound)...\(range.upperBound)")
-            }
-            return number
-        }
         func choice<Choice: RawRepresentable & CaseIterable>(_ name: String, _ type: Choice.Type) throws -> Choice?
             where Choice.RawValue == String {
             guard let text = parameters.get(name), !text.isEmpty else { return nil }
@@ -81,8 +74,8 @@ struct LiveActivityRoutes: Sendable {
         return LiveActivityFilter(
             status: try choice("status", ActivityStatus.self), platform: try choice("platform", Platform.self),
             externalID: try parameters.text("externalId"), userID: try parameters.text("userId"), deviceUUID: device,
-            limit: try integer("limit", default: 100, range: 1...1000),
-            offset: try integer("offset", default: 0, range: 0...Int(Int32.max)))
+            limit: try parameters.wholeNumber("limit", default: 100, range: 1...1000),
+            offset: try parameters.wholeNumber("offset", default: 0, range: 0...Int(Int32.max)))
     }
 
     /// `?dismissalDate=` or a body `{dismissalDate}` (epoch seconds or ISO 8601).

@@ -27,7 +27,7 @@ extension RelayStore {
             switch key {
             case "limit":
                 guard let number = Int(value), (1...1000).contains(number) else {
-                    throw StoreError.invalidArgument("limit must be 1...1000")
+                    throw StoreError.invalidArgument("limit must be a whole number from 1 to 1000")
                 }
                 limit = number
             case "offset":

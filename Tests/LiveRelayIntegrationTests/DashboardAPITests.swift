@@ -54,6 +54,16 @@ struct DashboardAPITests {
                     #expect(refused.status == 400 && refused.text.contains("\(name) must not contain NUL"),
                             "\(path): \(refused.text)")
                 }
+                // Every list route reads limit and offset alike, and says the range when they are bad.
+                let badNumbers = [("/v1/devices?limit=ten", "limit must be a whole number from 1 to 1000"),
+                                  ("/v1/channels?limit=all", "limit must be a whole number from 1 to 1000"),
+                                  ("/v1/deliveries?limit=many", "limit must be a whole number from 1 to 500"),
+                                  ("/v1/live-activities?offset=-1", "offset must be a whole number from 0 to"),
+                                  ("/v1/views/activities?limit=1001", "limit must be a whole number from 1 to 1000")]
+                for (path, sentence) in badNumbers {
+                    let refused = try await api.request(.GET, path, headers: RelayHTTP.admin)
+                    #expect(refused.status == 400 && refused.text.contains(sentence), "\(path): \(refused.text)")
+                }
                 let transport = try await api.request(.GET, "/v1/deliveries?transport=pigeon", headers: RelayHTTP.admin)
                 #expect(transport.status == 400 && transport.text.contains("fcm-topic"), "\(transport.text)")
                 #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_log", as: Int64.self) == [1])
