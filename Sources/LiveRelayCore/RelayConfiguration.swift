@@ -65,18 +65,20 @@ public struct RelayConfiguration: Sendable {
         configuration.defaultBundleID = reader.optional("APNS_DEFAULT_BUNDLE_ID")
         configuration.host = reader.optional("HOST") ?? defaultHost
         configuration.port = try reader.integer("PORT", default: defaultPort, range: 0...65535)
-        configuration.adminToken = reader.optional("LIVERELAY_ADMIN_TOKEN")
-        if let token = configuration.adminToken, token.count < 16 {
-            throw ConfigurationError(name: "LIVERELAY_ADMIN_TOKEN", problem: """
-                is shorter than 16 characters: it is the only credential of the admin routes, the dashboard and MCP, \
-                so it must not be guessable; make one with `openssl rand -hex 24`
-                """)
-        }
-        configuration.tokenSecret = reader.optional("LIVERELAY_TOKEN_SECRET")
+        configuration.adminToken = try reader.secret("LIVERELAY_ADMIN_TOKEN", because: """
+            it is the only credential of the admin routes, the dashboard and MCP, so it must not be guessable; \
+            make one with `openssl rand -hex 24`
+            """)
+        // One device token is enough to try guesses at its signing secret offline, as fast as the guesser can hash.
+        configuration.tokenSecret = try reader.secret("LIVERELAY_TOKEN_SECRET", because: """
+            it signs every device token, so it must not be guessable; leave it unset to have one generated and \
+            shared through the database, or make one with `openssl rand -hex 32`
+            """)
         let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
         let level = (reader.optional("LOG_LEVEL") ?? "info").lowercased()
         guard levels.contains(level) else {
-            throw ConfigurationError(name: "LOG_LEVEL", problem: "must be one of \(levels.joined(separator: ", "))")
+            throw ConfigurationError(
+                name: "LOG_LEVEL", problem: "must be one of \(levels.joined(separator: ", ")), got \"\(level)\"")
         }
         configuration.logLevel = level
         configuration.delivery.workers = try reader.integer("LIVERELAY_WORKERS", default: 2, range: 1...64)
@@ -253,6 +255,15 @@ struct EnvironmentReader {
         return path
     }
 
+    /// A credential or key given as text, nil when unset: refused, with `reason`, when shorter than 16 characters.
+    func secret(_ name: String, because reason: String) throws -> String? {
+        guard let value = optional(name) else { return nil }
+        guard value.count >= 16 else {
+            throw ConfigurationError(name: name, problem: "is shorter than 16 characters: \(reason)")
+        }
+        return value
+    }
+
     func integer(_ name: String, default defaultValue: Int, range: ClosedRange<Int>) throws -> Int {
         guard let text = optional(name) else { return defaultValue }
         guard let value = Int(text), range.contains(value) else {
@@ -292,8 +303,9 @@ struct EnvironmentReader {
     func httpsURL(_ name: String, default defaultValue: String) throws -> String {
         guard let text = optional(name) else { return defaultValue }
         guard let url = URLComponents(string: text), url.scheme == "https", let host = url.host, !host.isEmpty else {
+            let service = name.hasPrefix("FCM") ? "FCM" : "APNs"
             throw ConfigurationError(
-                name: name, problem: "must be an https:// URL (APNs speaks HTTP/2 over TLS only), got \"\(text)\"")
+                name: name, problem: "must be an https:// URL (\(service) speaks HTTP/2 over TLS only), got \"\(text)\"")
         }
         return text.hasSuffix("/") ? String(text.dropLast()) : text
     }

@@ -57,6 +57,36 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("a short device-token secret is refused with why, what unset does, and how to make one")
+    func shortTokenSecret() throws {
+        var environment = valid
+        environment["LIVERELAY_TOKEN_SECRET"] = "changeme"
+        #expect {
+            try RelayConfiguration.fromEnvironment(environment, files: TestFiles())
+        } throws: { error in
+            let text = "\(error)"
+            return text.contains("LIVERELAY_TOKEN_SECRET is shorter than 16 characters: it signs every device token")
+                && text.contains("leave it unset") && text.contains("openssl rand -hex 32")
+                && !text.contains("\n") && !text.contains("changeme")
+        }
+        environment["LIVERELAY_TOKEN_SECRET"] = "0123456789abcdef"
+        #expect(try RelayConfiguration.fromEnvironment(environment, files: TestFiles()).tokenSecret == "0123456789abcdef")
+    }
+
+    @Test("a value out of its choices is quoted back, and a URL's rule names its own service", arguments: [
+        ("LOG_LEVEL", "loud", "LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical, got \"loud\""),
+        ("APNS_SANDBOX_URL", "http://x", "APNS_SANDBOX_URL must be an https:// URL (APNs speaks HTTP/2 over TLS only)"),
+    ])
+    func quotesTheValue(name: String, value: String, expected: String) {
+        var environment = valid
+        environment[name] = value
+        #expect {
+            try RelayConfiguration.fromEnvironment(environment, files: TestFiles())
+        } throws: { error in
+            "\(error)".contains(expected)
+        }
+    }
+
     @Test("a missing or malformed setting names itself", arguments: [
         ("DATABASE_URL", nil, "DATABASE_URL"),
         ("DATABASE_URL", "mysql://x", "DATABASE_URL"),

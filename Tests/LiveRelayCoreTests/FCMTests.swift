@@ -36,6 +36,18 @@ struct FCMTests {
         #expect(try RelayConfiguration.fromEnvironment(environment, files: TestFiles()).fcm?.projectID == "other")
     }
 
+    @Test("an FCM_URL that is not https says FCM's rule, not APNs'")
+    func plainFCMURL() {
+        var environment = base
+        environment["FCM_SERVICE_ACCOUNT"] = Self.account()
+        environment["FCM_URL"] = "http://fcm.example"
+        #expect {
+            try RelayConfiguration.fromEnvironment(environment, files: TestFiles())
+        } throws: { error in
+            "\(error)".contains("FCM_URL must be an https:// URL (FCM speaks HTTP/2 over TLS only)")
+        }
+    }
+
     @Test("neither APNs nor FCM: start-up names what to set")
     func neither() {
         #expect {
