@@ -17,10 +17,30 @@ enum RequestLimits {
 struct APIError: Error, HTTPResponseError {
     var status: HTTPResponse.Status
     var message: String
+    /// A 401 for a bearer token that was given and not taken: its challenge says `error="invalid_token"`.
+    var invalidToken = false
 
     static func badRequest(_ message: String) -> APIError { APIError(status: .badRequest, message: message) }
     static let unauthorized = APIError(
         status: .unauthorized, message: "authentication required: Authorization: Bearer <token>")
+    /// 401 for `caller`: the generic challenge, or what was wrong with the bearer token it gave.
+    static func unauthorized(_ caller: Caller) -> APIError {
+        switch caller.rejectedBearer {
+        case nil:
+            return unauthorized
+        case .expired(let device, let expiry)?:
+            let when = Date(timeIntervalSince1970: TimeInterval(expiry)).formatted(.iso8601)
+            return APIError(status: .unauthorized, message: """
+                the device token for \(device.uuidString.lowercased()) expired at \(when); the app's backend mints \
+                a new one with POST /v1/devices/{uuid}/token (admin)
+                """, invalidToken: true)
+        case .unrecognised?:
+            return APIError(status: .unauthorized, message: """
+                the bearer token is neither the admin token nor a device token signed by this relay (it was changed, \
+                or signed with another LIVERELAY_TOKEN_SECRET)
+                """, invalidToken: true)
+        }
+    }
     static func forbidden(_ message: String) -> APIError { APIError(status: .forbidden, message: message) }
     static func notFound(_ message: String) -> APIError { APIError(status: .notFound, message: message) }
     /// A field or parameter holding U+0000, which PostgreSQL stores in no text (and would refuse without its name).
@@ -29,7 +49,9 @@ struct APIError: Error, HTTPResponseError {
     }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        jsonResponse(status, ["ok": .bool(false), "error": .string(message)])
+        var response = jsonResponse(status, ["ok": .bool(false), "error": .string(message)])
+        if invalidToken { response.headers[.wwwAuthenticate] = #"Bearer realm="liverelay", error="invalid_token""# }
+        return response
     }
 }
 
@@ -55,7 +77,7 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let error as APIError {
-            return jsonResponse(error.status, ["ok": .bool(false), "error": .string(error.message)])
+            return try error.response(from: request, context: context)
         } catch let error as StoreError {
             return jsonResponse(error.httpStatus, ["ok": .bool(false), "error": .string(error.message)])
         } catch let error where RelayStore.refusal(error) != nil {

@@ -11,7 +11,8 @@ struct AdminOnly<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response)
         async throws -> Response {
         if challengeEveryone {
-            guard auth.caller(for: request).isAdmin else { throw APIError.unauthorized }
+            let caller = auth.caller(for: request)
+            guard caller.isAdmin else { throw APIError.unauthorized(caller) }
         } else {
             try auth.requireAdmin(request)
         }

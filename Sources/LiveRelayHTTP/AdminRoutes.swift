@@ -43,7 +43,7 @@ struct AdminRoutes: Sendable {
     /// `GET …?device_uuid=eq.<uuid>`: the admin reads any row, a device token its own.
     func readMessage(_ request: Request) async throws -> Response {
         let caller = auth.caller(for: request)
-        guard caller.isAdmin || caller.deviceUUID != nil else { throw APIError.unauthorized }
+        guard caller.isAdmin || caller.deviceUUID != nil else { throw APIError.unauthorized(caller) }
         var device: UUID?
         if let filter = request.uri.queryParameters.get("device_uuid") {
             // PostgREST's eq.<uuid>; a bare uuid means the same.

@@ -9,6 +9,23 @@ struct Caller: Sendable {
     var isAdmin = false
     var deviceUUID: UUID?
     var secretHash: String?
+    /// Why a bearer token that was given was not taken, so that a 401 can say it (RFC 6750's `invalid_token`).
+    var rejectedBearer: RejectedBearer?
+}
+
+/// A bearer token given but not taken.
+enum RejectedBearer: Sendable, Equatable {
+    /// A device token this relay signed, past its expiry (epoch seconds).
+    case expired(device: UUID, at: Int64)
+    /// Neither the admin token nor a device token with this relay's signature.
+    case unrecognised
+}
+
+/// What a device token's check found.
+enum DeviceTokenCheck: Sendable, Equatable {
+    case valid(UUID)
+    case expired(device: UUID, at: Int64)
+    case invalid
 }
 
 /// Checks bearer tokens and mints device tokens (`lrd1.<uuid>.<expiry>.<HMAC-SHA256>`).
@@ -36,7 +53,11 @@ public struct Authenticator: Sendable {
             if let adminToken, constantTimeEquals(Array(bearer.utf8), Array(adminToken.utf8)) {
                 caller.isAdmin = true
             } else {
-                caller.deviceUUID = verifyDeviceToken(bearer)
+                switch checkDeviceToken(bearer) {
+                case .valid(let device): caller.deviceUUID = device
+                case .expired(let device, let expiry): caller.rejectedBearer = .expired(device: device, at: expiry)
+                case .invalid: caller.rejectedBearer = .unrecognised
+                }
             }
         }
         if let secret = request.headers[HTTPField.Name("X-Relay-Secret")!], !secret.isEmpty {
@@ -50,7 +71,7 @@ public struct Authenticator: Sendable {
         let caller = caller(for: request)
         guard caller.isAdmin else {
             throw caller.deviceUUID != nil || caller.secretHash != nil
-                ? APIError.forbidden("this route needs the admin token") : APIError.unauthorized
+                ? APIError.forbidden("this route needs the admin token") : APIError.unauthorized(caller)
         }
     }
 
@@ -61,14 +82,14 @@ public struct Authenticator: Sendable {
         return (body + "." + signature(body), expiry)
     }
 
-    /// The device a token is for, when its signature is right and it has not expired.
-    func verifyDeviceToken(_ token: String, now: Int64 = Int64(Date().timeIntervalSince1970)) -> UUID? {
-        let parts = token.split(separator: ".")
+    /// A token's device, or why it is not taken. Expiry is told only for a token whose signature is right.
+    func checkDeviceToken(_ token: String, now: Int64 = Int64(Date().timeIntervalSince1970)) -> DeviceTokenCheck {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 4, parts[0] == "lrd1", let device = UUID(uuidString: String(parts[1])),
-              let expiry = Int64(parts[2]), expiry > now else { return nil }
+              let expiry = Int64(parts[2]) else { return .invalid }
         let body = parts[0...2].joined(separator: ".")
-        guard constantTimeEquals(Array(signature(body).utf8), Array(parts[3].utf8)) else { return nil }
-        return device
+        guard constantTimeEquals(Array(signature(body).utf8), Array(parts[3].utf8)) else { return .invalid }
+        return expiry > now ? .valid(device) : .expired(device: device, at: expiry)
     }
 
     private func signature(_ body: String) -> String {

@@ -52,7 +52,7 @@ struct ChannelRoutes: Sendable {
             guard caller.isAdmin || caller.deviceUUID != nil else {
                 throw caller.secretHash != nil
                     ? APIError.forbidden("reading a channel needs the admin token or a device token")
-                    : APIError.unauthorized
+                    : APIError.unauthorized(caller)
             }
             return try encodedResponse(.ok, try await store.channel(named: try Self.name(context)))
         }

@@ -29,7 +29,7 @@ public struct StreamRoutes: Sendable {
     func stream(_ request: Request) async throws -> Response {
         let caller = auth.caller(for: request)
         guard caller.isAdmin || caller.deviceUUID != nil || caller.secretHash != nil else {
-            throw APIError.unauthorized
+            throw APIError.unauthorized(caller)
         }
         let given = request.uri.queryParameters.getAll("channel").map { String($0) }
         guard !given.isEmpty, given.count <= 100 else {

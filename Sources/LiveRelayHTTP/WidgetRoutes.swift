@@ -11,7 +11,7 @@ struct WidgetRoutes: Sendable {
     func register(on router: Router<BasicRequestContext>) {
         router.get("v1/devices/:uuid/widget") { request, context in
             let caller = auth.caller(for: request)
-            guard caller.isAdmin || caller.deviceUUID != nil else { throw APIError.unauthorized }
+            guard caller.isAdmin || caller.deviceUUID != nil else { throw APIError.unauthorized(caller) }
             guard let device = context.parameters.get("uuid").flatMap(UUID.init(uuidString:)) else {
                 throw APIError.badRequest("uuid must be a device UUID")
             }

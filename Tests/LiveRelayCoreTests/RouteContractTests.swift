@@ -157,6 +157,43 @@ struct RouteContractTests {
         }
     }
 
+    @Test("a bearer token given and not taken: 401 with RFC 6750's invalid_token, saying expired or not this relay's")
+    func rejectedBearer() async throws {
+        let device = UUID()
+        let now = Int64(Date().timeIntervalSince1970)
+        let expired = Self.auth.mintDeviceToken(for: device, lifetimeSeconds: 600, now: now - 3_600)
+        let foreign = Authenticator(adminToken: nil, tokenSecret: "another-relays-secret")
+            .mintDeviceToken(for: device, lifetimeSeconds: 600).token
+        let valid = Self.auth.mintDeviceToken(for: device, lifetimeSeconds: 600).token
+        let altered = String(valid.dropLast()) + (valid.hasSuffix("A") ? "B" : "A")
+        let expiredAt = Date(timeIntervalSince1970: TimeInterval(expired.expiresAt)).formatted(.iso8601)
+        let notOurs = "neither the admin token nor a device token signed by this relay"
+        let cases: [(path: String, token: String, sentence: String)] = [
+            ("/v1/stream?channel=device:\(device)", expired.token,
+             "the device token for \(device.uuidString.lowercased()) expired at \(expiredAt)"),
+            ("/v1/devices/\(device)/widget", altered, notOurs),
+            ("/v1/devices/\(device)/widget", foreign, notOurs),
+            ("/v1/live-activities", "not-the-admin-token", "neither the admin token nor a device token"),
+            ("/v1/channels/c1", expired.token, "expired at"),
+        ]
+        try await Self.withRouter { client in
+            for (path, token, sentence) in cases {
+                let refused = try await client.execute(
+                    uri: path, method: .get, headers: Self.headers([("Authorization", "Bearer \(token)")]))
+                #expect(refused.status == .unauthorized, "\(path)")
+                #expect(refused.headers[.wwwAuthenticate] == #"Bearer realm="liverelay", error="invalid_token""#)
+                let error = Self.json(refused)?.objectValue?["error"]?.stringValue ?? ""
+                #expect(error.contains(sentence), "\(path): \(error)")
+                #expect(!error.contains(token), "the answer repeats the token")
+            }
+            // No bearer at all: the plain challenge, which names the header to send.
+            let none = try await client.execute(uri: "/v1/devices/\(device)/widget", method: .get)
+            #expect(none.headers[.wwwAuthenticate] == #"Bearer realm="liverelay""#)
+            #expect(Self.json(none)?.objectValue?["error"]
+                == .string("authentication required: Authorization: Bearer <token>"))
+        }
+    }
+
     @Test("POST /mcp: 401 with a Bearer challenge for anything but the admin token; initialize answers; GET is 405")
     func mcp() async throws {
         let initialize = """
