@@ -81,9 +81,16 @@ public struct RelayServer: Sendable {
         let channels = RelaySettings.ChannelDefaults(
             bundleID: configuration.defaultBundleID, fcmEnabled: configuration.fcm != nil)
         return try await connector.withConnection(logger: logger) { connection in
-            try await RelaySettings.publishDeliverySettings(
+            let changes = try await RelaySettings.publishDeliverySettings(
                 priority10PerHour: budget, widgetIntervalSeconds: widgetInterval, on: connection, logger: logger)
-            try await RelaySettings.publishChannelDefaults(channels, on: connection, logger: logger)
+                + RelaySettings.publishChannelDefaults(channels, on: connection, logger: logger)
+            // Said, not refused: a setting changed on purpose reads the same as two relays configured apart.
+            for change in changes {
+                logger.notice("""
+                    a setting every relay of this database shares changed: \(change.name) \(change.before) → \
+                    \(change.after ?? "(unset)"); the relay that starts last decides it for all of them
+                    """)
+            }
             if let configured { return configured }
             return try await RelaySettings.tokenSecret(candidate: randomHex(bytes: 32), on: connection, logger: logger)
         }

@@ -20,4 +20,25 @@ struct StartupWarningTests {
             #expect(admin.status == 401, "as the warning said: \(admin.text)")
         }
     }
+
+    @Test("a relay whose shared settings differ from the last one's says which it changed, from what to what")
+    func sharedSettingChanged() async throws {
+        try await Harness.with { h in
+            let (first, _) = try await RelayProcess.serve(h, environment: ["APNS_DEFAULT_BUNDLE_ID": "com.example.a"])
+            first.stop(signal: SIGTERM)
+            #expect(!first.output.contains("a setting every relay of this database shares changed"), "\(first.output)")
+            let (second, _) = try await RelayProcess.serve(
+                h, environment: ["LIVERELAY_PRIORITY10_PER_HOUR": "240", "APNS_DEFAULT_BUNDLE_ID": ""])
+            defer { second.stop(signal: SIGTERM) }
+            let output = second.output
+            for line in ["priority10_per_hour 120 → 240", "default_bundle_id com.example.a → (unset)"] {
+                #expect(output.contains("a setting every relay of this database shares changed: \(line); the relay "
+                    + "that starts last decides it for all of them"), "\(output)")
+            }
+            #expect(!output.contains("fcm_enabled"), "an unchanged setting is not named: \(output)")
+            #expect(try await h.rows("""
+                SELECT value FROM relay_setting WHERE name IN ('priority10_per_hour', 'default_bundle_id')
+                """, as: String.self) == ["240"])
+        }
+    }
 }
