@@ -6,7 +6,8 @@ import LiveRelayStore
 import LiveRelayStream
 import NIOCore
 
-/// `GET /metrics`: Prometheus text. Queue depth, SSE subscribers and credentials minted are read at scrape time.
+/// `GET /metrics`: Prometheus text. The outboxes, SSE subscribers and credentials minted are read at scrape time
+/// (the outboxes' gauges are -1 when the database cannot be read).
 struct MetricsRoutes: Sendable {
     let metrics: RelayMetrics
     let store: RelayStore
@@ -16,9 +17,9 @@ struct MetricsRoutes: Sendable {
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("metrics") { _, _ in
-            let depth = try? await store.queueDepth()
+            let outboxes = (try? await store.outboxGauges()) ?? .unreadable
             metrics.setGauges(
-                queueDepth: Int(depth ?? -1), subscribers: hub.subscriberCount, credentialsMinted: credentialsMinted())
+                outboxes: outboxes, subscribers: hub.subscriberCount, credentialsMinted: credentialsMinted())
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                 body: .init(byteBuffer: ByteBuffer(bytes: metrics.registry.emitToBuffer())))

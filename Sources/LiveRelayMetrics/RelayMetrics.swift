@@ -67,8 +67,12 @@ public struct RelayMetrics: Sendable {
     }
 
     /// Values read at scrape time.
-    public func setGauges(queueDepth: Int, subscribers: Int, credentialsMinted: [TransportKind: Int]) {
-        Gauge(label: "liverelay_queue_depth", factory: factory).record(queueDepth)
+    public func setGauges(outboxes: OutboxGauges, subscribers: Int, credentialsMinted: [TransportKind: Int]) {
+        Gauge(label: "liverelay_queue_depth", factory: factory).record(outboxes.deliveries)
+        Gauge(label: "liverelay_queue_oldest_seconds", factory: factory).record(outboxes.oldestDeliverySeconds)
+        Gauge(label: "liverelay_webhook_queue_depth", factory: factory).record(outboxes.webhookEvents)
+        Gauge(label: "liverelay_webhook_queue_oldest_seconds", factory: factory)
+            .record(outboxes.oldestWebhookEventSeconds)
         Gauge(label: "liverelay_sse_subscribers", factory: factory).record(subscribers)
         for (transport, count) in credentialsMinted {
             let label = [("transport", transport.rawValue)]

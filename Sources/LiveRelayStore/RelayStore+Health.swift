@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayCore
 import PostgresNIO
 
 /// What health probes and metrics read: cheap counts that never scan a large table.
@@ -20,8 +21,23 @@ extension RelayStore {
         }
     }
 
-    /// Rows waiting in the outbox.
-    public func queueDepth() async throws -> Int64 {
-        try await values("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self).first ?? 0
+    /// Rows waiting in the outboxes, and the oldest one's age (the lowest id's row, read through the primary key).
+    public func outboxGauges() async throws -> OutboxGauges {
+        try await withConnection { [logger] connection in
+            var gauges = OutboxGauges.unreadable
+            for try await (deliveries, oldestDelivery, events, oldestEvent) in try await connection.query("""
+                SELECT (SELECT count(*) FROM delivery_outbox)::int8,
+                       greatest(0, extract(epoch FROM now() - (SELECT enqueued_at FROM delivery_outbox
+                                                               ORDER BY id LIMIT 1)))::float8,
+                       (SELECT count(*) FROM webhook_outbox)::int8,
+                       greatest(0, extract(epoch FROM now() - (SELECT enqueued_at FROM webhook_outbox
+                                                               ORDER BY id LIMIT 1)))::float8
+                """, logger: logger).decode((Int64, Double?, Int64, Double?).self) {
+                gauges = OutboxGauges(
+                    deliveries: Int(deliveries), oldestDeliverySeconds: oldestDelivery ?? 0,
+                    webhookEvents: Int(events), oldestWebhookEventSeconds: oldestEvent ?? 0)
+            }
+            return gauges
+        }
     }
 }

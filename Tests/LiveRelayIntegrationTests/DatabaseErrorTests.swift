@@ -54,12 +54,12 @@ struct DatabaseErrorTests {
                                        diagnose: { await connector.connectionProblem(logger: Self.logger) })
             let refused = "cannot connect to PostgreSQL at 127.0.0.1:1: Connection refused"
             await #expect(throws: StoreError.unavailable(refused)) {
-                _ = try await diagnosed.queueDepth()
+                _ = try await diagnosed.outboxGauges()
             }
             // The relay's public routes keep the database's address to themselves.
             let plain = RelayStore(client: pool, logger: Self.logger, deadline: .milliseconds(300))
             await #expect(throws: StoreError.unavailable("the database did not answer in time")) {
-                _ = try await plain.queueDepth()
+                _ = try await plain.outboxGauges()
             }
             group.cancelAll()
         }
