@@ -104,6 +104,7 @@ public struct RelayServer: Sendable {
     public func run(handleSignals: Bool = true, onReady: (@Sendable (Int) async -> Void)? = nil) async throws {
         // A port another process holds stops start-up here, with one sentence, before any worker starts.
         try await ListenCheck.check(host: configuration.host, port: configuration.port)
+        OpenFileLimit.raise(logger: logger)
         // The listener and the first worker share a loop: a wake-up rings that worker on the thread that read it.
         let loops = Array(MultiThreadedEventLoopGroup.singleton.makeIterator())
         let listener = WakeupListener(connector: connector, eventLoop: loops[0], logger: logger)

@@ -10,9 +10,17 @@ final class RelayProcess: @unchecked Sendable {
 
     static var binary: String { Harness.projectRoot.appendingPathComponent(".build/debug/liverelay").path }
 
-    init(arguments: [String], environment: [String: String]) throws {
+    /// - Parameter openFiles: limits on open files to start it under (`ulimit`'s soft and hard), through `sh`.
+    init(arguments: [String], environment: [String: String], openFiles: (soft: Int, hard: Int)? = nil) throws {
         logPath = NSTemporaryDirectory() + "liverelay-test-\(UUID().uuidString).log"
-        pid = try ChildProcess.spawn(Self.binary, arguments, environment: environment, outputPath: logPath)
+        if let openFiles {
+            // The soft limit first: a hard limit below the current soft one is refused.
+            let script = "ulimit -S -n \(openFiles.soft) && ulimit -H -n \(openFiles.hard) && exec \"$0\" \"$@\""
+            pid = try ChildProcess.spawn(
+                "/bin/sh", ["-c", script, Self.binary] + arguments, environment: environment, outputPath: logPath)
+        } else {
+            pid = try ChildProcess.spawn(Self.binary, arguments, environment: environment, outputPath: logPath)
+        }
     }
 
     /// Sends a signal and waits for the process to end; returns its exit status (128 + signal when killed).
@@ -55,13 +63,13 @@ final class RelayProcess: @unchecked Sendable {
     }
 
     /// `liverelay serve` for the harness on a port of its own, once `/ready` answers 200.
-    static func serve(_ harness: Harness, environment extra: [String: String] = [:])
-        async throws -> (RelayProcess, Int) {
+    static func serve(_ harness: Harness, environment extra: [String: String] = [:],
+                      openFiles: (soft: Int, hard: Int)? = nil) async throws -> (RelayProcess, Int) {
         let port = LocalPostgres.freePort()
         var environment = harness.relayProcessEnvironment
         environment["PORT"] = String(port)
         environment.merge(extra) { $1 }
-        let relay = try RelayProcess(arguments: ["serve"], environment: environment)
+        let relay = try RelayProcess(arguments: ["serve"], environment: environment, openFiles: openFiles)
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             if let reply = try? await RelayHTTP(port: port).request(.GET, "/ready"), reply.status == 200 {

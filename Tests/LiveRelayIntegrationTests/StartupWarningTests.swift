@@ -41,4 +41,32 @@ struct StartupWarningTests {
                 """, as: String.self) == ["240"])
         }
     }
+
+    @Test("start-up raises the soft limit on open files to the hard one, and names a hard limit that is low")
+    func openFiles() async throws {
+        try await Harness.with { h in
+            let hard = Int(Self.openFilesLimits(of: getpid())?.hard ?? 0)
+            try #require(hard >= 1_024, "this machine's own hard limit is \(hard)")
+            let (raised, _) = try await RelayProcess.serve(h, openFiles: (soft: 256, hard: hard))
+            #expect(Self.openFilesLimits(of: raised.pid).map { [$0.soft, $0.hard] } == [UInt64(hard), UInt64(hard)])
+            raised.stop(signal: SIGTERM)
+            #expect(raised.output.contains("from=256 to=\(hard)"), "\(raised.output)")
+            #expect(raised.output.contains("open files limit raised to the hard limit"), "\(raised.output)")
+            #expect(!raised.output.contains("files may be open") || hard < 8_192, "\(raised.output)")
+
+            let (low, _) = try await RelayProcess.serve(h, openFiles: (soft: 512, hard: 1_024))
+            defer { low.stop(signal: SIGTERM) }
+            #expect(low.output.contains("at most 1024 files may be open"), "\(low.output)")
+            #expect(low.output.contains("raise the hard limit"), "\(low.output)")
+        }
+    }
+
+    /// The "Max open files" line of /proc/<pid>/limits: soft and hard.
+    static func openFilesLimits(of pid: pid_t) -> (soft: UInt64, hard: UInt64)? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Max open files") }) else { return nil }
+        let numbers = line.split(separator: " ").compactMap { UInt64($0) }
+        guard numbers.count == 2 else { return nil }
+        return (numbers[0], numbers[1])
+    }
 }
