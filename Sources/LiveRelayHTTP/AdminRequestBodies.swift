@@ -29,7 +29,7 @@ struct CreateLiveActivityBody: Decodable {
         case .bool(let value)?: frequentUpdates = value
         default: throw APIError.badRequest("frequentUpdates must be true or false")
         }
-        bundleID = try fields.optionalString("bundleId", maxLength: 255)
+        bundleID = try fields.optionalBundleID("bundleId")
         environment = try fields.optionalChoice("apnsEnv", as: APNsEnvironment.self) ?? .production
         activityType = try fields.optionalString("activityType", maxLength: 255)
         attributes = try fields.optionalObject("attributes")
@@ -100,8 +100,9 @@ enum PushTokenField {
             default: throw APIError.badRequest("\(name) must be a string")
             }
         }
-        guard let fcm = try fields.optionalString("fcmToken", maxLength: 512) else {
-            return try fields.string("token", or: "pushToken", maxLength: 512)
+        guard let fcm = try fields.optionalPushToken("fcmToken") else {
+            let name = fields.has("token") ? "token" : "pushToken"
+            return try BodyFields.checkedToken(try fields.string("token", or: "pushToken", maxLength: 512), named: name)
         }
         if !fields.has("token"), !fields.has("pushToken") { return fcm }
         guard try fields.string("token", or: "pushToken", maxLength: 512) == fcm else {

@@ -12,7 +12,7 @@ struct CreateChannelBody: Decodable {
         let fields = try BodyFields(decoder)
         channel = NewChannel(
             name: try fields.string("name", maxLength: 64),
-            bundleID: try fields.optionalString("bundleId", maxLength: 255),
+            bundleID: try fields.optionalBundleID("bundleId"),
             environment: try fields.optionalChoice("apnsEnv", as: APNsEnvironment.self),
             storagePolicy: try Self.choice(fields, "storagePolicy", among: [0, 1]),
             attributesType: try fields.optionalString("attributesType", maxLength: 255),

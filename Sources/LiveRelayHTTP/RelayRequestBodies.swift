@@ -21,10 +21,10 @@ struct DeviceRegistrationBody: Decodable {
     init(from decoder: any Decoder) throws {
         let fields = try BodyFields(decoder)
         secret = try fields.string("secret")
-        deviceToken = try fields.string("deviceToken", maxLength: 512)
-        bundleID = try fields.optionalString("bundleId", maxLength: 255)
+        deviceToken = try fields.pushToken("deviceToken")
+        bundleID = try fields.optionalBundleID("bundleId")
         environment = try fields.optionalChoice("apnsEnv", as: APNsEnvironment.self) ?? .production
-        pushToStartToken = try fields.optionalString("pushToStartToken", maxLength: 512)
+        pushToStartToken = try fields.optionalPushToken("pushToStartToken")
         if let tokens = try fields.optionalObject("pushToStartTokens")?.objectValue {
             guard tokens.count <= 32 else { throw APIError.badRequest("pushToStartTokens has more than 32 types") }
             for (type, token) in tokens {
@@ -36,13 +36,13 @@ struct DeviceRegistrationBody: Decodable {
                     throw APIError.badRequest(
                         "pushToStartTokens.\(type) must be a token string of 1 to 512 characters")
                 }
-                pushToStartTokens[type] = text
+                pushToStartTokens[type] = try BodyFields.checkedToken(text, named: "pushToStartTokens.\(type)")
             }
         }
         platform = try fields.optionalChoice("platform", as: Platform.self) ?? .ios
         deviceName = try fields.optionalString("deviceName", maxLength: 255)
         deviceUUID = try fields.optionalUUID("deviceUUID")
-        widgetPushToken = try fields.optionalString("widgetPushToken", maxLength: 512)
+        widgetPushToken = try fields.optionalPushToken("widgetPushToken")
         if widgetPushToken != nil, platform != .ios {
             throw APIError.badRequest("widgetPushToken is for iOS devices (platform ios)")
         }
@@ -80,8 +80,8 @@ struct ActivityRegistrationBody: Decodable {
         let fields = try BodyFields(decoder)
         secret = try fields.string("secret")
         sessionID = try fields.string("sessionID", maxLength: 255)
-        activityToken = try fields.string("activityToken", maxLength: 512)
-        bundleID = try fields.optionalString("bundleId", maxLength: 255)
+        activityToken = try fields.pushToken("activityToken")
+        bundleID = try fields.optionalBundleID("bundleId")
         environment = try fields.optionalChoice("apnsEnv", as: APNsEnvironment.self) ?? .production
         platform = try fields.optionalChoice("platform", as: Platform.self) ?? .ios
     }

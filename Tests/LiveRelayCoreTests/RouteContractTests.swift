@@ -81,6 +81,16 @@ struct RouteContractTests {
             ("/v1/event", "not json", "JSON"),
             ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"complete","title":""}"#, "title"),
             ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"error","body":""}"#, "body"),
+            // Tokens and bundle ids that no push could carry, named with their first wrong character.
+            ("/v1/device/register", #"{"secret":"x","deviceToken":"ab cd"}"#, "deviceToken holds U+0020"),
+            ("/v1/activity/register", #"{"secret":"x","sessionID":"s","activityToken":"ab/../cd"}"#,
+             "activityToken holds '/', which no APNs or FCM token does"),
+            ("/v1/device/register", #"{"secret":"x","deviceToken":"ab","bundleId":"a\r\nx-evil: 1"}"#,
+             "bundleId holds U+000D"),
+            ("/v1/device/register", #"{"secret":"x","deviceToken":"ab","pushToStartTokens":{"T":"a%2F"}}"#,
+             "pushToStartTokens.T holds '%'"),
+            ("/v1/device/register", #"{"secret":"x","deviceToken":"ab","widgetPushToken":"ab\tcd"}"#,
+             "widgetPushToken holds U+0009"),
         ]
         try await Self.withRouter { client in
             for (path, body, field) in cases {
