@@ -67,6 +67,7 @@ public final class APNsSimulator: Sendable {
     public func application(host: String, port: Int, onReady: (@Sendable (Int) async -> Void)? = nil)
         throws -> HTTPService {
         let router = Router(context: SimulatorContext.self)
+        router.add(middleware: BadPathMiddleware(simulator: self))
         router.post("3/device/:token") { request, context in
             await self.handlePush(request, context: context, environment: "production")
         }

@@ -76,6 +76,24 @@ struct FailureHandlingTests {
         }
     }
 
+    @Test("a token written by SQL that changes APNs' path fails once, with Apple's 404 BadPath recorded")
+    func tokenThatChangesThePath() async throws {
+        try await Harness.with { h in
+            try await h.withRelay {
+                try await h.registerActivity(session: "s-path", token: "ab/../cd")
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-path'"#)
+                try await h.waitUntil("SELECT count(*) = 1 FROM delivery_log WHERE session_id = 's-path'")
+                let row = try await h.rows("""
+                    SELECT status || ' ' || apns_status || ' ' || apns_reason
+                    FROM delivery_log WHERE session_id = 's-path'
+                    """, as: String.self)
+                #expect(row == ["failed 404 BadPath"])
+                #expect(h.simulator.responseCounts()["404"] == 1)
+            }
+        }
+    }
+
     @Test("503 and 429 answers are retried with backoff until every final state is delivered")
     func transientErrorsAreRetried() async throws {
         try await Harness.with { h in
