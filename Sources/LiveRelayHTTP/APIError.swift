@@ -3,6 +3,7 @@ import Hummingbird
 import LiveRelayCore
 import LiveRelayStore
 import NIOCore
+import NIOHTTP1
 import LiveRelayPostgres
 import PostgresNIO
 import Synchronization
@@ -100,6 +101,11 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
                 ? "the body is larger than \(RequestLimits.maximumBodyBytes) bytes"
                 : (error.body ?? error.status.reasonPhrase)
             return jsonResponse(error.status, ["ok": .bool(false), "error": .string(message)])
+        } catch let error as HTTPParserError {
+            // The client broke its request off mid-body (it closed the connection, or stopped sending until the
+            // idle limit): the client's doing, and nobody is left to read the answer.
+            context.logger.debug("request ended before its body", metadata: ["error": "\(error)"])
+            return jsonResponse(.badRequest, ["ok": .bool(false), "error": .string("the request ended before its body")])
         } catch let error as HTTPResponseError {
             let status = try error.response(from: request, context: context).status
             let message = status == .contentTooLarge

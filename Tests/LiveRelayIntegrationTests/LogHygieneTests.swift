@@ -47,4 +47,29 @@ struct LogHygieneTests {
             }
         }
     }
+
+    @Test("a client that breaks a request off mid-body is no error of the relay's: nothing at error level")
+    func abortedBodyIsNoError() async throws {
+        try await Harness.with { h in
+            let (relay, port) = try await RelayProcess.serve(h, environment: ["LOG_LEVEL": "debug"])
+            defer { relay.stop(signal: SIGKILL) }
+            for path in ["/v1/event", "/v1/device/register"] {
+                let aborted = try RawConnection(port: port)
+                try aborted.send("""
+                    POST \(path) HTTP/1.1\r\nHost: relay\r\nContent-Type: application/json\r\n\
+                    Content-Length: 100\r\n\r\n{"secret":
+                    """)
+                aborted.close()
+            }
+            let bothLogged = try await pollUntil(timeout: .seconds(10)) {
+                relay.output.components(separatedBy: "request ended before its body").count == 3
+            }
+            #expect(bothLogged, "\(relay.output)")
+            #expect(try await RelayHTTP(port: port).request(.GET, "/health").status == 200)
+            _ = try await relay.terminate(within: .seconds(30))
+            let errors = relay.output.split(separator: "\n")
+                .filter { $0.contains(" error ") || $0.contains(" critical ") }
+            #expect(errors.isEmpty, "\(errors)")
+        }
+    }
 }
