@@ -105,7 +105,8 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             // The client broke its request off mid-body (it closed the connection, or stopped sending until the
             // idle limit): the client's doing, and nobody is left to read the answer.
             context.logger.debug("request ended before its body", metadata: ["error": "\(error)"])
-            return jsonResponse(.badRequest, ["ok": .bool(false), "error": .string("the request ended before its body")])
+            let message = "the request ended before its body"
+            return jsonResponse(.badRequest, ["ok": .bool(false), "error": .string(message)])
         } catch let error as HTTPResponseError {
             let status = try error.response(from: request, context: context).status
             let message = status == .contentTooLarge
