@@ -29,8 +29,8 @@ extension BodyFields {
     static func checkedToken(_ text: String, named name: String) throws -> String {
         if let wrong = text.unicodeScalars.first(where: { !isTokenCharacter($0) }) {
             throw APIError.badRequest("""
-                \(name) holds \(shown(wrong)), which no APNs or FCM token does: send it as the device gave it \
-                (APNs tokens as hex), letters, digits and '.', '_', '~', ':', '-' only
+                \(name) holds \(shown(wrong)), which no APNs or FCM token does: a token is letters, digits and \
+                '.', '_', '~', ':', '-' (APNs tokens in hex, FCM tokens as Firebase gave them)
                 """)
         }
         return text
