@@ -1,5 +1,7 @@
 import Foundation
 
+/// Reads settings from the environment, each refusal a `ConfigurationError` naming the variable: a blank value counts
+/// as unset, and a `*_FILE` variable may stand for the text of a key.
 struct EnvironmentReader {
     private let environment: [String: String]
     private let files: any ConfigurationFiles
