@@ -10,6 +10,10 @@ public struct Migrator: Sendable {
         public var name: String
         public var sql: String
         public var checksum: String { sha256Hex(sql) }
+        public init(name: String, sql: String) {
+            self.name = name
+            self.sql = sql
+        }
     }
 
     public var migrations: [Script]
@@ -57,9 +61,16 @@ public struct Migrator: Sendable {
         public var alreadyApplied: [String] = []
         public var reapplied: [String] = []
         public var unchanged: [String] = []
+        /// Migrations the database holds that this release does not have: a newer release migrated it, and its
+        /// `sql/` files were left as that release wrote them.
+        public var newer: [String] = []
     }
 
     /// Applies what is missing; refuses when an applied migration's file has changed since.
+    ///
+    /// A database that holds migrations this release does not have belongs to a newer one (a rolling upgrade with a
+    /// relay of each, or a rollback): `serve` starts without touching `sql/`, so an older relay that restarts does
+    /// not put its functions back under the newer relays; `liverelay migrate` (`force`) refuses.
     /// - Parameter force: re-apply every `sql/` file even when it is unchanged since it was last applied
     ///   (`liverelay migrate` does; `serve` does not, so a relay starting under write load takes no table locks).
     @discardableResult
@@ -78,6 +89,9 @@ public struct Migrator: Sendable {
             ).decode((String, String).self) {
                 applied[version] = checksum
             }
+            let known = Set(migrations.map(\.name))
+            report.newer = applied.keys.filter { !$0.hasPrefix("sql/") && !known.contains($0) }.sorted()
+            if force, !report.newer.isEmpty { throw MigrationError.newerRelease(report.newer) }
             for script in migrations {
                 if let checksum = applied[script.name] {
                     guard checksum == script.checksum else { throw MigrationError.changedAfterApply(script.name) }
@@ -93,6 +107,8 @@ public struct Migrator: Sendable {
             }
             for script in repeatable {
                 let version = "sql/" + script.name
+                // A newer release's functions stay (reached only without `force`, which refused above).
+                guard report.newer.isEmpty else { continue }
                 if !force, applied[version] == script.checksum {
                     report.unchanged.append(script.name)
                     continue
@@ -154,6 +170,7 @@ public struct Migrator: Sendable {
 public enum MigrationError: Error, CustomStringConvertible {
     case changedAfterApply(String)
     case failed(String, underlying: String)
+    case newerRelease([String])
 
     public var description: String {
         switch self {
@@ -162,6 +179,18 @@ public enum MigrationError: Error, CustomStringConvertible {
                 + "add a new numbered migration instead of editing an applied one"
         case .failed(let name, let underlying):
             return "migration \(name) failed and was rolled back: \(underlying)"
+        case .newerRelease(let names):
+            return "the database was migrated by a newer release of LiveRelay (it holds \(Self.listed(names)), which "
+                + "this one does not have); run that release's `liverelay migrate`, or a later one: this one would "
+                + "put its older functions (sql/) back"
         }
+    }
+}
+
+extension MigrationError {
+    /// Migration names as a sentence shows them: `migrations/013_x.sql`, the first three and how many more.
+    public static func listed(_ names: [String]) -> String {
+        let shown = names.prefix(3).map { "migrations/\($0)" }.joined(separator: ", ")
+        return names.count > 3 ? "\(shown) and \(names.count - 3) more" : shown
     }
 }

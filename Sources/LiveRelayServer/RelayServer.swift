@@ -41,9 +41,17 @@ public struct RelayServer: Sendable {
 
     /// Applies migrations (idempotent; serialised across relays by an advisory lock).
     public func migrate() async throws -> Migrator.Report {
-        try await connector.withConnection(logger: logger) { connection in
+        let report = try await connector.withConnection(logger: logger) { connection in
             try await migrator.run(on: connection, logger: logger)
         }
+        if !report.newer.isEmpty {
+            logger.warning("""
+                the database was migrated by a newer release of LiveRelay (it holds \
+                \(MigrationError.listed(report.newer)), which this one does not have): its functions (sql/) are \
+                left as that release wrote them; run that release, or a later one, on every relay
+                """)
+        }
+        return report
     }
 
     /// The HTTP API's routes over the given services.
