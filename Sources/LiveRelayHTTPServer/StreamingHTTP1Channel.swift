@@ -65,6 +65,11 @@ struct StreamingHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
     func handToHummingbird(_ channel: any Channel, logger: Logger) throws -> Decision {
         let pipeline = channel.pipeline.syncOperations
         try pipeline.addHandler(ConnectionTagHandler())
+        // A request must arrive whole within the idle timeout (a stream's GET is answered before this is added, and
+        // its head was bounded by `FirstRequestHandler`'s timer).
+        try pipeline.addHandler(RequestDeadlineHandler(deadline: configuration.idleTimeout.map {
+            .nanoseconds($0.nanoseconds)
+        } ?? .seconds(60)))
         try pipeline.addHandlers(configuration.additionalChannelHandlers())
         try pipeline.addHandler(HTTPConnectionStateHandler(
             idleTimeout: configuration.idleTimeout.map { .nanoseconds($0.nanoseconds) }, logger: logger))

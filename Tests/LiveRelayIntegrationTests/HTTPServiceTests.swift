@@ -1,6 +1,8 @@
 import Foundation
-import Testing
+import Hummingbird
 import LiveRelayHTTPServer
+import Logging
+import Testing
 
 /// The relay's HTTP service answers as Hummingbird's application did: Date and Server headers on every answer,
 /// requests read whole however small a connection's first receive buffer, and a stream's events as well-formed chunks
@@ -52,6 +54,55 @@ struct HTTPServiceTests {
                 #expect(try await post.read { $0.contains(#""ok":true"#) }, "\(post.text)")
             }
         }
+    }
+
+    @Test("a request must arrive whole within the idle timeout: a body sent a byte at a time is cut off")
+    func slowBodyIsCutOff() async throws {
+        let router = Router(context: BasicRequestContext.self)
+        router.post("echo") { request, _ -> Response in
+            let body = try await request.body.collect(upTo: 1024)
+            return Response(status: .ok, body: .init(byteBuffer: body))
+        }
+        let (ports, sink) = AsyncStream.makeStream(of: Int.self)
+        let service = try HTTPService(
+            router: router, http1: .init(idleTimeout: .seconds(1)), detachedPaths: [],
+            address: .hostname("127.0.0.1", port: 0), serverName: "deadline", logger: Logger(label: "deadline")
+        ) { channel in
+            sink.yield(channel.localAddress?.port ?? 0)
+            sink.finish()
+        }
+        try await withGracefulService(service, logger: Logger(label: "deadline")) { () async throws -> Void in
+            var port = 0
+            for await value in ports { port = value }
+            try await Self.checkDeadline(port: port)
+        }
+    }
+
+    /// A whole request is answered; one that trickles in is cut off at the deadline (1 s here).
+    static func checkDeadline(port: Int) async throws {
+        // A whole request on a kept-alive connection, twice: answered each time.
+        let whole = try RawConnection(port: port)
+        for text in ["first", "second"] {
+            try whole.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: \(text.count)\r\n\r\n\(text)")
+            let answered = try await whole.read { $0.hasSuffix(text) }
+            #expect(answered, "\(whole.text)")
+            try await Task.sleep(for: .milliseconds(600))  // idle between requests does not count
+        }
+        // A byte every 300 ms never leaves the connection idle for its second: only the deadline ends it.
+        let slow = try RawConnection(port: port)
+        try slow.send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n")
+        let started = ContinuousClock.now
+        var closed = false
+        for _ in 0..<20 {
+            _ = try await slow.read(timeout: .milliseconds(1)) { _ in false }
+            closed = slow.isClosedByServer
+            if closed { break }
+            try slow.send("x")  // at most one write lands after the close, before the read that sees it
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        let elapsed = ContinuousClock.now - started
+        #expect(closed, "a request trickling in for 6 s was still open")
+        #expect(elapsed < .seconds(3), "closed only after \(elapsed)")
     }
 
     @Test("a stream's body is chunked on the wire: each event one chunk whose size line counts its bytes")
