@@ -61,7 +61,9 @@ extension APNsTransport {
         switch (response.status, response.reason ?? "") {
         case (200..<300, _): return creates && channelID == nil ? .retry(afterSeconds: nil) : .delivered
         case (400, "BadChannelId"), (400, "ChannelNotRegistered"), (404, _), (410, _): return .deadToken
-        case (403, "ExpiredProviderToken"): return .credentialsRejected
+        // The relay's key refused, not the channel: the channel waits for the key to be fixed.
+        case (403, "ExpiredProviderToken"), (403, "InvalidProviderToken"), (403, "MissingProviderToken"):
+            return .credentialsRejected
         case (429, _), (500...599, _): return .retry(afterSeconds: response.retryAfterSeconds)
         default: return .rejected
         }

@@ -113,7 +113,7 @@ public struct APNsTransport: DeliveryTransport {
         case .sent: return .delivered
         case .retry(let after): return .retry(afterSeconds: after)
         case .invalidateToken, .tryOtherEnvironment: return .deadToken
-        case .refreshProviderToken: return .credentialsRejected
+        case .refreshProviderToken, .credentialsRefused: return .credentialsRejected
         case .fail: return .rejected
         }
     }

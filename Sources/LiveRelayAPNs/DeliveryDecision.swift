@@ -12,6 +12,9 @@ public enum DeliveryDecision: Sendable, Hashable {
     case invalidateToken
     /// `ExpiredProviderToken`: mint a new provider token and try once more.
     case refreshProviderToken
+    /// `InvalidProviderToken`, `MissingProviderToken`: Apple refused the relay's key itself (a wrong key id or team,
+    /// a revoked key). The push is fine and waits with backoff for the operator to fix the key.
+    case credentialsRefused
     /// Permanent for this payload (for example `PayloadTooLarge`): record the failure.
     case fail
 
@@ -24,6 +27,7 @@ public enum DeliveryDecision: Sendable, Hashable {
             return .tryOtherEnvironment
         case (400, "DeviceTokenNotForTopic"): return .invalidateToken
         case (403, "ExpiredProviderToken"): return .refreshProviderToken
+        case (403, "InvalidProviderToken"), (403, "MissingProviderToken"): return .credentialsRefused
         case (429, _), (500...599, _): return .retry(afterSeconds: response.retryAfterSeconds)
         default: return .fail
         }

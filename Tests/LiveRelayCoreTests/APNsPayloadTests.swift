@@ -70,6 +70,8 @@ struct DeliveryDecisionTests {
         (APNsResponse(status: 400, reason: "BadDeviceToken"), .tryOtherEnvironment),
         (APNsResponse(status: 400, reason: "DeviceTokenNotForTopic"), .invalidateToken),
         (APNsResponse(status: 403, reason: "ExpiredProviderToken"), .refreshProviderToken),
+        (APNsResponse(status: 403, reason: "InvalidProviderToken"), .credentialsRefused),
+        (APNsResponse(status: 403, reason: "MissingProviderToken"), .credentialsRefused),
         (APNsResponse(status: 429, reason: "TooManyRequests", retryAfterSeconds: 3), .retry(afterSeconds: 3)),
         (APNsResponse(status: 503, reason: "ServiceUnavailable"), .retry(afterSeconds: nil)),
         (APNsResponse(status: 500, reason: "InternalServerError"), .retry(afterSeconds: nil)),

@@ -1,4 +1,5 @@
 import APNsSimulator
+import Crypto
 import Foundation
 import LiveRelayCore
 import PostgresNIO
@@ -240,6 +241,35 @@ struct FailureHandlingTests {
                 }
                 // Coalesced: the relay sent the latest state, not 200 pushes.
                 #expect(pushes.count == 20)
+            }
+        }
+    }
+
+    @Test("a relay whose APNs key Apple refuses loses nothing: pushes and a channel wait, and go out with the right key")
+    func refusedKeyLosesNothing() async throws {
+        try await Harness.with { h in
+            try await h.registerActivity(session: "s-key")
+            let wrongKey = P256.Signing.PrivateKey().pemRepresentation.replacingOccurrences(of: "\n", with: "\\n")
+            try await h.withRelay(environment: ["APNS_PRIVATE_KEY": wrongKey]) {
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-key'"#)
+                try await h.sql("INSERT INTO broadcast_channel (name, content_state) VALUES ('c-key', '{\"n\": 1}')")
+                try await h.waitUntil("""
+                    SELECT count(DISTINCT coalesce(session_id, channel)) = 2 FROM delivery_log
+                    WHERE status = 'retrying' AND apns_reason = 'InvalidProviderToken'
+                    """)
+            }
+            #expect(try await h.rows("""
+                SELECT count(*)::int8 FROM delivery_log WHERE status = 'failed'
+                UNION ALL SELECT count(*)::int8 FROM broadcast_channel WHERE status = 'failed'
+                """, as: Int64.self) == [0, 0])
+            #expect(h.simulator.pushes().isEmpty)
+            // The operator fixes the key: what waited goes out.
+            try await h.withRelay {
+                try await h.waitForPushes { $0.contains { $0.n == 1 } }
+                try await h.waitUntil("""
+                    SELECT apns_channel_id IS NOT NULL AND status = 'active' FROM broadcast_channel WHERE name = 'c-key'
+                    """)
             }
         }
     }
