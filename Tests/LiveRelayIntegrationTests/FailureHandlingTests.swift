@@ -245,7 +245,7 @@ struct FailureHandlingTests {
         }
     }
 
-    @Test("a relay whose APNs key Apple refuses loses nothing: pushes and a channel wait, and go out with the right key")
+    @Test("a relay whose APNs key Apple refuses loses nothing: a push and a channel wait for the right key")
     func refusedKeyLosesNothing() async throws {
         try await Harness.with { h in
             try await h.registerActivity(session: "s-key")
