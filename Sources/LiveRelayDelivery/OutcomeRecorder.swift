@@ -115,9 +115,9 @@ struct OutcomeRecorder: Sendable {
         case .retry(let retryAfter):
             retryLater(after: retryAfter, error: result.error ?? answer ?? "no answer")
         case .credentialsRejected:
-            // The service refused credentials minted a moment ago (a revoked key, a clock far off): the message is
-            // fine, so it waits with backoff for the operator to fix the credentials rather than being dropped.
-            retryLater(after: nil, error: "\(answer ?? "refused"): credentials refused even after minting new ones")
+            // The service refused the relay's credentials (a wrong or revoked key, a clock far off), fresh ones
+            // included: the message is fine, so it waits with backoff for the operator to fix them.
+            retryLater(after: nil, error: "\(answer ?? "refused"): the relay's credentials were refused; fix the key")
         case .rejected:
             let reason = result.providerReason ?? result.error ?? answer ?? "rejected"
             finish(.failed, reason)

@@ -107,7 +107,8 @@ struct OutcomeRecorderTests {
             pushType: .liveactivity)).0
         #expect(refused.retries.count == 2 && refused.finishedRowIDs.isEmpty)
         #expect(refused.logs.first?.error?.hasPrefix(
-            "APNS 403 InvalidProviderToken: credentials refused even after minting new ones; next attempt in") == true)
+            "APNS 403 InvalidProviderToken: the relay's credentials were refused; fix the key; next attempt in")
+            == true)
         let rejected = Self.record(DeliveryResult(
             outcome: .rejected, providerStatus: 413, providerReason: "PayloadTooLarge", pushType: .liveactivity)).0
         #expect(rejected.logs.first?.status == .failed && rejected.logs.first?.error == "PayloadTooLarge")

@@ -159,7 +159,7 @@ struct FCMRoutesTests {
             try await h.sql("UPDATE activity_registration SET content_state = '{\"n\": 1}'")
             try await h.waitUntil("""
                 SELECT count(*) > 0 FROM delivery_log WHERE status = 'retrying' AND provider_status = 401
-                  AND error LIKE 'FCM 401 UNAUTHENTICATED: credentials refused even after minting new ones%'
+                  AND error LIKE 'FCM 401 UNAUTHENTICATED: the relay''s credentials were refused; fix the key%'
                 """)
             #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_outbox", as: Int64.self) == [1])
             #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_log WHERE status = 'failed'",
