@@ -228,6 +228,7 @@ public final class DeliveryWorker: Service, Sendable {
         outcome.deferredWidgetRows = plan.deferred.map { .init(rowID: $0.row.id, delaySeconds: $0.delaySeconds) }
         let results = await deliver(plan.pushes)
         let sent = clock.now
+        CredentialsAlarm.shared.check(results, of: plan.pushes, logger: logger)
         for (push, result) in zip(plan.pushes, results) {
             let dead = recorder.record(result, of: push, now: Date().timeIntervalSince1970,
                                        random: .random(in: 0...1), into: &outcome)

@@ -250,15 +250,18 @@ struct FailureHandlingTests {
         try await Harness.with { h in
             try await h.registerActivity(session: "s-key")
             let wrongKey = P256.Signing.PrivateKey().pemRepresentation.replacingOccurrences(of: "\n", with: "\\n")
-            try await h.withRelay(environment: ["APNS_PRIVATE_KEY": wrongKey]) {
-                try await h.sql(
-                    #"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-key'"#)
-                try await h.sql("INSERT INTO broadcast_channel (name, content_state) VALUES ('c-key', '{\"n\": 1}')")
-                try await h.waitUntil("""
-                    SELECT count(DISTINCT coalesce(session_id, channel)) = 2 FROM delivery_log
-                    WHERE status = 'retrying' AND apns_reason = 'InvalidProviderToken'
-                    """)
-            }
+            let (wrong, _) = try await RelayProcess.serve(h, environment: ["APNS_PRIVATE_KEY": wrongKey])
+            try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-key'"#)
+            try await h.sql("INSERT INTO broadcast_channel (name, content_state) VALUES ('c-key', '{\"n\": 1}')")
+            try await h.waitUntil("""
+                SELECT count(DISTINCT coalesce(session_id, channel)) = 2 FROM delivery_log
+                WHERE status = 'retrying' AND apns_reason = 'InvalidProviderToken'
+                """)
+            wrong.stop(signal: SIGTERM)
+            // Said once (a minute apart at most) at error level, whatever the number of pushes and workers.
+            let alarm = "APNs refuses the relay's key (InvalidProviderToken): pushes wait with backoff"
+            let said = wrong.output.split(separator: "\n").filter { $0.contains(" error ") && $0.contains(alarm) }
+            #expect(said.count == 1, "\(wrong.output)")
             #expect(try await h.rows("""
                 SELECT count(*)::int8 FROM delivery_log WHERE status = 'failed'
                 UNION ALL SELECT count(*)::int8 FROM broadcast_channel WHERE status = 'failed'
