@@ -27,7 +27,7 @@ struct APIError: Error, HTTPResponseError {
     /// 401 for `caller`: the generic challenge, or what was wrong with the bearer token it gave.
     static func unauthorized(_ caller: Caller) -> APIError {
         switch caller.rejectedBearer {
-        case nil:
+        case nil, .valid?:
             return unauthorized
         case .expired(let device, let expiry)?:
             let when = Date(timeIntervalSince1970: TimeInterval(expiry)).formatted(.iso8601)
@@ -35,7 +35,7 @@ struct APIError: Error, HTTPResponseError {
                 the device token for \(device.uuidString.lowercased()) expired at \(when); the app's backend mints \
                 a new one with POST /v1/devices/{uuid}/token (admin)
                 """, invalidToken: true)
-        case .unrecognised?:
+        case .invalid?:
             return APIError(status: .unauthorized, message: """
                 the bearer token is neither the admin token nor a device token signed by this relay (it was changed, \
                 or signed with another LIVERELAY_TOKEN_SECRET)

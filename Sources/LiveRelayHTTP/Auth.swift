@@ -9,22 +9,17 @@ struct Caller: Sendable {
     var isAdmin = false
     var deviceUUID: UUID?
     var secretHash: String?
-    /// Why a bearer token that was given was not taken, so that a 401 can say it (RFC 6750's `invalid_token`).
-    var rejectedBearer: RejectedBearer?
+    /// Why a bearer token that was given was not taken (`expired` or `invalid`), so that a 401 can say it (RFC 6750's
+    /// `invalid_token`).
+    var rejectedBearer: DeviceTokenCheck?
 }
 
-/// A bearer token given but not taken.
-enum RejectedBearer: Sendable, Equatable {
+/// What a bearer token's check as a device token found.
+enum DeviceTokenCheck: Sendable, Equatable {
+    case valid(UUID)
     /// A device token this relay signed, past its expiry (epoch seconds).
     case expired(device: UUID, at: Int64)
     /// Neither the admin token nor a device token with this relay's signature.
-    case unrecognised
-}
-
-/// What a device token's check found.
-enum DeviceTokenCheck: Sendable, Equatable {
-    case valid(UUID)
-    case expired(device: UUID, at: Int64)
     case invalid
 }
 
@@ -55,8 +50,7 @@ public struct Authenticator: Sendable {
             } else {
                 switch checkDeviceToken(bearer) {
                 case .valid(let device): caller.deviceUUID = device
-                case .expired(let device, let expiry): caller.rejectedBearer = .expired(device: device, at: expiry)
-                case .invalid: caller.rejectedBearer = .unrecognised
+                case let rejected: caller.rejectedBearer = rejected
                 }
             }
         }
