@@ -45,7 +45,10 @@ struct FCMAnswer: Sendable, Hashable {
         switch status {
         case 200..<300:
             return .delivered
-        case 404 where reason == "UNREGISTERED" || reason == "NOT_FOUND":
+        // Only FCM's own code says the token is gone. A 404 without it (`NOT_FOUND` alone: a project or path that
+        // does not exist, as Google's Admin SDKs read it too) is the relay's configuration, and must not cost every
+        // Android device its registration.
+        case 404 where errorCode == "UNREGISTERED":
             return .deadToken
         case 403 where errorCode == "SENDER_ID_MISMATCH":
             return .deadToken

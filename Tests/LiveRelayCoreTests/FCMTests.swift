@@ -104,6 +104,8 @@ struct FCMTests {
         (200, "{}", DeliveryOutcome.delivered, nil),
         (404, #"{"error":{"code":404,"status":"NOT_FOUND","details":[{"errorCode":"UNREGISTERED"}]}}"#, .deadToken,
          "UNREGISTERED"),
+        (404, #"{"error":{"code":404,"status":"NOT_FOUND","message":"Requested entity was not found."}}"#, .rejected,
+         "NOT_FOUND"),
         (403, #"{"error":{"status":"PERMISSION_DENIED","details":[{"errorCode":"SENDER_ID_MISMATCH"}]}}"#, .deadToken,
          "SENDER_ID_MISMATCH"),
         (400, #"{"error":{"status":"INVALID_ARGUMENT","details":[{"fieldViolations":[{"field":"message.token"}]}]}}"#,
