@@ -99,8 +99,22 @@ public struct RelayServer: Sendable {
                     \(change.after ?? "(unset)"); the relay that starts last decides it for all of them
                     """)
             }
-            if let configured { return configured }
-            return try await RelaySettings.tokenSecret(candidate: randomHex(bytes: 32), on: connection, logger: logger)
+            let secret: String
+            if let configured {
+                secret = configured
+            } else {
+                secret = try await RelaySettings.tokenSecret(
+                    candidate: randomHex(bytes: 32), on: connection, logger: logger)
+            }
+            if try await RelaySettings.publishTokenSecretDigest(of: secret, on: connection, logger: logger) {
+                logger.warning("""
+                    this relay signs device tokens with another secret than the relay of this database that started \
+                    before it: tokens one mints, the other refuses (401, invalid_token). Give every relay the same \
+                    LIVERELAY_TOKEN_SECRET, or none (then they share the one kept in the database); if the secret \
+                    was changed on purpose, tokens minted before are no longer taken
+                    """)
+            }
+            return secret
         }
     }
 

@@ -83,6 +83,24 @@ public enum RelaySettings {
         return changes
     }
 
+    /// Records a digest of the secret this relay signs device tokens with, and answers whether the relay that started
+    /// before it recorded another: then tokens one mints the other refuses. (Only the digest is kept, beside the
+    /// generated secret the database holds anyway; neither is logged.)
+    public static func publishTokenSecretDigest(of secret: String, on connection: PostgresConnection,
+                                                logger: Logger) async throws -> Bool {
+        let digest = sha256Hex("liverelay device-token secret:" + secret)
+        var differed = false
+        for try await before in try await connection.query("""
+            WITH before AS (SELECT value FROM relay_setting WHERE name = 'token_secret_digest'),
+                 written AS (INSERT INTO relay_setting (name, value) VALUES ('token_secret_digest', \(digest))
+                             ON CONFLICT (name) DO UPDATE SET value = excluded.value)
+            SELECT value FROM before
+            """, logger: logger).decode(String.self) {
+            differed = before != digest
+        }
+        return differed
+    }
+
     /// The secret device tokens are signed with, shared by every relay of the database: the first relay's
     /// `candidate` is kept, and every later one reads it.
     public static func tokenSecret(candidate: String, on connection: PostgresConnection,

@@ -42,6 +42,29 @@ struct StartupWarningTests {
         }
     }
 
+    @Test("a relay that signs device tokens with another secret than the one before it says so, naming no secret")
+    func tokenSecretDiffers() async throws {
+        try await Harness.with { h in
+            let warning = "this relay signs device tokens with another secret than the relay of this database"
+            let (generated, _) = try await RelayProcess.serve(h)
+            generated.stop(signal: SIGTERM)
+            let one = "first-secret-0123456789", two = "second-secret-0123456789"
+            let (first, _) = try await RelayProcess.serve(h, environment: ["LIVERELAY_TOKEN_SECRET": one])
+            first.stop(signal: SIGTERM)
+            let (second, _) = try await RelayProcess.serve(h, environment: ["LIVERELAY_TOKEN_SECRET": two])
+            second.stop(signal: SIGTERM)
+            let (same, _) = try await RelayProcess.serve(h, environment: ["LIVERELAY_TOKEN_SECRET": two])
+            same.stop(signal: SIGTERM)
+            #expect(!generated.output.contains(warning), "\(generated.output)")
+            #expect(first.output.contains(warning), "the generated secret, then a configured one: \(first.output)")
+            #expect(second.output.contains(warning), "\(second.output)")
+            #expect(!same.output.contains(warning), "the same secret again: \(same.output)")
+            for relay in [first, second, same] {
+                #expect(!relay.output.contains(one) && !relay.output.contains(two), "a secret in the log")
+            }
+        }
+    }
+
     @Test("start-up raises the soft limit on open files to the hard one, and names a hard limit that is low")
     func openFiles() async throws {
         try await Harness.with { h in
