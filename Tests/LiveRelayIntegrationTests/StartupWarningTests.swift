@@ -87,7 +87,9 @@ struct StartupWarningTests {
     /// The "Max open files" line of /proc/<pid>/limits: soft and hard.
     static func openFilesLimits(of pid: pid_t) -> (soft: UInt64, hard: UInt64)? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/limits", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Max open files") }) else { return nil }
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Max open files") }) else {
+            return nil
+        }
         let numbers = line.split(separator: " ").compactMap { UInt64($0) }
         guard numbers.count == 2 else { return nil }
         return (numbers[0], numbers[1])
