@@ -27,7 +27,8 @@ final class CredentialsAlarm: Sendable {
             case .apns:
                 logger.error("""
                     APNs refuses the relay's key\(reason): pushes wait with backoff, each for up to an hour, until it \
-                    is fixed; check APNS_TEAM_ID, APNS_KEY_ID and the key, and that the key is not revoked
+                    is fixed; check APNS_TEAM_ID, APNS_KEY_ID and the key, that the key is not revoked, and the \
+                    machine's clock
                     """)
             case .fcm:
                 logger.error("""
