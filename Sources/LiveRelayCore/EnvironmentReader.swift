@@ -91,8 +91,9 @@ struct EnvironmentReader {
         guard let text = optional(name) else { return defaultValue }
         guard let url = URLComponents(string: text), url.scheme == "https", let host = url.host, !host.isEmpty else {
             let service = name.hasPrefix("FCM") ? "FCM" : "APNs"
-            throw ConfigurationError(
-                name: name, problem: "must be an https:// URL (\(service) speaks HTTP/2 over TLS only), got \"\(text)\"")
+            throw ConfigurationError(name: name, problem: """
+                must be an https:// URL (\(service) speaks HTTP/2 over TLS only), got "\(text)"
+                """)
         }
         return text.hasSuffix("/") ? String(text.dropLast()) : text
     }

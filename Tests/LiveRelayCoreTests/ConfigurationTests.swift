@@ -70,11 +70,13 @@ struct ConfigurationTests {
                 && !text.contains("\n") && !text.contains("changeme")
         }
         environment["LIVERELAY_TOKEN_SECRET"] = "0123456789abcdef"
-        #expect(try RelayConfiguration.fromEnvironment(environment, files: TestFiles()).tokenSecret == "0123456789abcdef")
+        let configuration = try RelayConfiguration.fromEnvironment(environment, files: TestFiles())
+        #expect(configuration.tokenSecret == "0123456789abcdef")
     }
 
     @Test("a value out of its choices is quoted back, and a URL's rule names its own service", arguments: [
-        ("LOG_LEVEL", "loud", "LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical, got \"loud\""),
+        ("LOG_LEVEL", "loud", #"LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical, "#
+            + #"got "loud""#),
         ("APNS_SANDBOX_URL", "http://x", "APNS_SANDBOX_URL must be an https:// URL (APNs speaks HTTP/2 over TLS only)"),
     ])
     func quotesTheValue(name: String, value: String, expected: String) {
