@@ -177,7 +177,7 @@ struct DevCommand: AsyncParsableCommand {
                           logger: Logger) async throws {
         let connector = try DatabaseConnector(url: databaseURL)
         try await connector.withConnection(logger: logger) { connection in
-            _ = try await RelaySettings.publishChannelDefaults(channelDefaults, on: connection, logger: logger)
+            _ = try await RelaySettings.publish(channelDefaults.rows, on: connection, logger: logger)
             let hash = secretHash(DevDemo.secret)
             try await connection.query("""
                 INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env,

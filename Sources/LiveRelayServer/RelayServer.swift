@@ -79,34 +79,33 @@ public struct RelayServer: Sendable {
         ).routeSignatures()
     }
 
-    /// Writes the update budget where the views read it and the channels' defaults, and returns the device-token
-    /// secret:
-    /// `LIVERELAY_TOKEN_SECRET`, or the one generated and kept in `relay_setting` (shared by every relay). One
-    /// connection for both, before the pool runs.
+    /// Writes the settings every relay of the database shares (the update budget, the widget window, the channels'
+    /// defaults, the token secret's digest) in one statement, says which this relay changed, and returns the
+    /// device-token secret: `LIVERELAY_TOKEN_SECRET`, or the one generated and kept in `relay_setting`. One connection,
+    /// before the pool runs.
     func publishSettings() async throws -> String {
-        let budget = configuration.delivery.priority10PerHour, configured = configuration.tokenSecret
-        let widgetInterval = configuration.delivery.widgetMinIntervalSeconds
-        let channels = RelaySettings.ChannelDefaults(
-            bundleID: configuration.defaultBundleID, fcmEnabled: configuration.fcm != nil)
+        let configured = configuration.tokenSecret
+        let rows = RelaySettings.deliveryRows(
+            priority10PerHour: configuration.delivery.priority10PerHour,
+            widgetIntervalSeconds: configuration.delivery.widgetMinIntervalSeconds)
+            + RelaySettings.ChannelDefaults(
+                bundleID: configuration.defaultBundleID, fcmEnabled: configuration.fcm != nil).rows
         return try await connector.withConnection(logger: logger) { connection in
-            let changes = try await RelaySettings.publishDeliverySettings(
-                priority10PerHour: budget, widgetIntervalSeconds: widgetInterval, on: connection, logger: logger)
-                + RelaySettings.publishChannelDefaults(channels, on: connection, logger: logger)
+            let secret = if let configured {
+                configured
+            } else {
+                try await RelaySettings.tokenSecret(candidate: randomHex(bytes: 32), on: connection, logger: logger)
+            }
+            let changes = try await RelaySettings.publish(
+                rows + [RelaySettings.tokenSecretDigestRow(of: secret)], on: connection, logger: logger)
             // Said, not refused: a setting changed on purpose reads the same as two relays configured apart.
-            for change in changes {
+            for change in changes where change.name != RelaySettings.tokenSecretDigest {
                 logger.notice("""
                     a setting every relay of this database shares changed: \(change.name) \(change.before) → \
                     \(change.after ?? "(unset)"); the relay that starts last decides it for all of them
                     """)
             }
-            let secret: String
-            if let configured {
-                secret = configured
-            } else {
-                secret = try await RelaySettings.tokenSecret(
-                    candidate: randomHex(bytes: 32), on: connection, logger: logger)
-            }
-            if try await RelaySettings.publishTokenSecretDigest(of: secret, on: connection, logger: logger) {
+            if changes.contains(where: { $0.name == RelaySettings.tokenSecretDigest }) {
                 logger.warning("""
                     this relay signs device tokens with another secret than the relay of this database that started \
                     before it: tokens one mints, the other refuses (401, invalid_token). Give every relay the same \
