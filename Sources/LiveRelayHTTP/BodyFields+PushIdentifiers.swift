@@ -17,40 +17,32 @@ extension BodyFields {
     /// A bundle id (iOS) or application id (Android): letters, digits, `.`, `-` and `_`.
     func optionalBundleID(_ name: String) throws -> String? {
         guard let text = try optionalString(name, maxLength: 255) else { return nil }
-        if let wrong = text.unicodeScalars.first(where: { !Self.isBundleCharacter($0) }) {
+        if let wrong = Self.firstCharacter(of: text, outside: ".-_") {
             throw APIError.badRequest("""
-                \(name) holds \(Self.shown(wrong)); a bundle id is letters, digits, '.', '-' and '_' \
-                (like com.example.app)
+                \(name) holds \(wrong); a bundle id is letters, digits, '.', '-' and '_' (like com.example.app)
                 """)
         }
         return text
     }
 
     static func checkedToken(_ text: String, named name: String) throws -> String {
-        if let wrong = text.unicodeScalars.first(where: { !isTokenCharacter($0) }) {
+        if let wrong = firstCharacter(of: text, outside: "._~:-") {
             throw APIError.badRequest("""
-                \(name) holds \(shown(wrong)), which no APNs or FCM token does: a token is letters, digits and \
+                \(name) holds \(wrong), which no APNs or FCM token does: a token is letters, digits and \
                 '.', '_', '~', ':', '-' (APNs tokens in hex, FCM tokens as Firebase gave them)
                 """)
         }
         return text
     }
 
-    static func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
-        isASCIIAlphanumeric(scalar) || "._~:-".unicodeScalars.contains(scalar)
-    }
-
-    static func isBundleCharacter(_ scalar: Unicode.Scalar) -> Bool {
-        isASCIIAlphanumeric(scalar) || ".-_".unicodeScalars.contains(scalar)
-    }
-
-    private static func isASCIIAlphanumeric(_ scalar: Unicode.Scalar) -> Bool {
-        ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
-    }
-
-    /// A character as a sentence can show it: printable ones quoted, others (space, control) by code point.
-    static func shown(_ scalar: Unicode.Scalar) -> String {
-        scalar.properties.isWhitespace || scalar.value < 0x20 || scalar.value == 0x7F || !scalar.isASCII
-            ? String(format: "U+%04X", scalar.value) : "'\(scalar)'"
+    /// The first character of `text` that is not an ASCII letter, digit or one of `others`, as a sentence can show
+    /// it: quoted when printable, by code point otherwise (a space, a line break).
+    static func firstCharacter(of text: String, outside others: String) -> String? {
+        guard let wrong = text.first(where: { !($0.isASCII && ($0.isLetter || $0.isNumber || others.contains($0))) })
+        else { return nil }
+        guard let scalar = wrong.unicodeScalars.first, scalar.isASCII, scalar.value > 0x20, scalar.value != 0x7F else {
+            return String(format: "U+%04X", wrong.unicodeScalars.first?.value ?? 0)
+        }
+        return "'\(wrong)'"
     }
 }
