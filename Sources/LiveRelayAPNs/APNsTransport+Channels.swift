@@ -58,12 +58,14 @@ extension APNsTransport {
     /// Apple does not know (`BadChannelId`, `ChannelNotRegistered`) is gone for good; throttling, server errors and
     /// no answer are retried; any other refusal is final for the channel.
     static func channelOutcome(_ response: APNsResponse, creates: Bool, channelID: String?) -> DeliveryOutcome {
+        // The relay's key refused, not the channel: the channel waits for the key to be fixed, as a push does.
+        switch DeliveryDecision.classify(response) {
+        case .refreshProviderToken, .credentialsRefused: return .credentialsRejected
+        default: break
+        }
         switch (response.status, response.reason ?? "") {
         case (200..<300, _): return creates && channelID == nil ? .retry(afterSeconds: nil) : .delivered
         case (400, "BadChannelId"), (400, "ChannelNotRegistered"), (404, _), (410, _): return .deadToken
-        // The relay's key refused, not the channel: the channel waits for the key to be fixed.
-        case (403, "ExpiredProviderToken"), (403, "InvalidProviderToken"), (403, "MissingProviderToken"):
-            return .credentialsRejected
         case (429, _), (500...599, _): return .retry(afterSeconds: response.retryAfterSeconds)
         default: return .rejected
         }

@@ -110,6 +110,10 @@ struct ChannelPlanningTests {
         #expect(outcome.retries.map(\.rowID) == [2] && outcome.failedChannels.isEmpty)
         #expect(APNsTransport.channelOutcome(APNsResponse(status: 201), creates: true, channelID: nil)
                 == .retry(afterSeconds: nil), "a create without apns-channel-id is not done")
+        for reason in ["ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken"] {
+            #expect(APNsTransport.channelOutcome(APNsResponse(status: 403, reason: reason), creates: true,
+                                                 channelID: nil) == .credentialsRejected, "the key's refusal: \(reason)")
+        }
     }
 
     static func message(_ push: DeliveryPlanner.Push) -> ChannelMessage? {
