@@ -111,8 +111,9 @@ struct ChannelPlanningTests {
         #expect(APNsTransport.channelOutcome(APNsResponse(status: 201), creates: true, channelID: nil)
                 == .retry(afterSeconds: nil), "a create without apns-channel-id is not done")
         for reason in ["ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken"] {
-            #expect(APNsTransport.channelOutcome(APNsResponse(status: 403, reason: reason), creates: true,
-                                                 channelID: nil) == .credentialsRejected, "the key's refusal: \(reason)")
+            let outcome = APNsTransport.channelOutcome(
+                APNsResponse(status: 403, reason: reason), creates: true, channelID: nil)
+            #expect(outcome == .credentialsRejected, "the key's refusal: \(reason)")
         }
     }
 
