@@ -26,11 +26,11 @@ struct ChannelUpdateEffectTests {
                                 INSERT INTO broadcast_channel (name, bundle_id, status, apns_channel_id, content_state)
                                 VALUES (\(name), 'dev.liverelay.test', \(before.rawValue), 'apple-id', '{"n": 0}')
                                 """)
-                            let queued = """
+                            let queued: PostgresQuery = """
                                 SELECT count(*) FROM delivery_outbox o JOIN broadcast_channel c ON c.id = o.channel_id
-                                WHERE c.name = '\(name)'
+                                WHERE c.name = \(name)
                                 """
-                            let queuedBefore = try await h.rows(PostgresQuery(unsafeSQL: queued), as: Int64.self)
+                            let queuedBefore = try await h.rows(queued, as: Int64.self)
                             let state: JSONValue = .object(["n": .integer(changed ? 1 : 0)])
                             let written: (previous: ChannelStatus, effect: UpdateEffect)
                             do {
@@ -42,7 +42,7 @@ struct ChannelUpdateEffectTests {
                                 continue
                             }
                             let (previous, effect) = written
-                            let queuedAfter = try await h.rows(PostgresQuery(unsafeSQL: queued), as: Int64.self)
+                            let queuedAfter = try await h.rows(queued, as: Int64.self)
                             #expect(previous == before)
                             #expect((effect == .queued) == (queuedAfter != queuedBefore), """
                                 \(before) → \(after), state changed: \(changed): answered \(effect), \
