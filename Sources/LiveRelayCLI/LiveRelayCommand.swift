@@ -23,7 +23,7 @@ enum Main {
 struct LiveRelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "liverelay",
-        abstract: "Turns any SQL write into realtime delivery to phones (APNs Live Activities and Server-Sent Events).",
+        abstract: "Turns any SQL write into realtime delivery to phones (APNs and FCM pushes, Server-Sent Events).",
         subcommands: [DevCommand.self, ServeCommand.self, MigrateCommand.self, APNsSimCommand.self, FCMSimCommand.self,
                       HealthCommand.self, MCPCommand.self])
 }

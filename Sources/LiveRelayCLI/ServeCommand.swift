@@ -7,7 +7,8 @@ import LiveRelayServer
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "serve", abstract: "Run the relay, configured by the environment (see README).")
+        commandName: "serve", abstract: "Run the relay, configured by the environment (see README).",
+        discussion: SettingNames.helpText)
 
     func run() async throws {
         let configuration: RelayConfiguration

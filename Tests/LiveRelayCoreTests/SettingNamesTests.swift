@@ -32,6 +32,14 @@ struct SettingNamesTests {
             """)
     }
 
+    @Test("serve --help names every setting the relay reads, once")
+    func help() {
+        let named = SettingNames.lines.flatMap(\.names)
+        #expect(Set(named) == SettingNames.known, "missing: \(SettingNames.known.subtracting(named).sorted())")
+        #expect(named.count == Set(named).count)
+        for name in SettingNames.known { #expect(SettingNames.helpText.contains(name)) }
+    }
+
     @Test("a misspelt name is told with the setting it most likely means; others of ours without a guess; not others'")
     func misspellings() throws {
         let meant: [String: String?] = [
