@@ -103,7 +103,7 @@ struct DevCommand: AsyncParsableCommand {
                 try await stop(simulators, in: &group, saying: "\(error)")
             }
             let server = try RelayServer(configuration: configuration, migrator: try loadMigrator(), logger: logger)
-            _ = try await server.migrate()
+            _ = try await server.migrate(rollingBackFunctions: true)
             let channelDefaults = RelaySettings.ChannelDefaults(
                 bundleID: configuration.defaultBundleID, fcmEnabled: configuration.fcm != nil)
             try await seedDemo(databaseURL: databaseURL, channelDefaults: channelDefaults, logger: logger)

@@ -46,17 +46,23 @@ struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate", abstract: "Apply migrations/*.sql, then sql/*.sql, to DATABASE_URL.")
 
+    @Flag(help: """
+        Put this release's functions (sql/) back over those of a newer release with the same migrations (a rollback).
+        """)
+    var rollBackFunctions = false
+
     func run() async throws {
         let logger = bootstrapLogging()
         let connector = databaseConnectorFromEnvironment()
         let migrator = try loadMigrator()
         do {
             let report = try await connector.withConnection(logger: logger) { connection in
-                try await migrator.run(on: connection, logger: logger, force: true)
+                try await migrator.run(on: connection, logger: logger, force: true, rollBack: rollBackFunctions)
             }
             for name in report.applied { print("applied   migrations/\(name)") }
             if report.applied.isEmpty { print("migrations up to date (\(report.alreadyApplied.count) applied)") }
             for name in report.reapplied { print("reapplied sql/\(name)") }
+            if let revision = migrator.revision { print("functions at sql/ revision \(revision.number)") }
         } catch {
             fail("liverelay: migrate failed: \(safeDescription(error))")
         }
@@ -76,5 +82,5 @@ func loadMigrator() throws -> Migrator {
     guard let directory = Migrator.locateDirectory() else {
         fail("liverelay: cannot find the migrations/ folder: run from the project folder or set LIVERELAY_SQL_DIR")
     }
-    return try Migrator(directory: directory)
+    do { return try Migrator(directory: directory) } catch { fail("liverelay: cannot read the SQL files: \(error)") }
 }

@@ -18,12 +18,15 @@ public struct Migrator: Sendable {
 
     public var migrations: [Script]
     public var repeatable: [Script]
+    /// `sql/REVISION`, when the scripts came with one.
+    public var revision: SQLRevision?
     /// The folder the scripts were read from, when they were read from one.
     public var directory: URL?
 
-    public init(migrations: [Script], repeatable: [Script]) {
+    public init(migrations: [Script], repeatable: [Script], revision: SQLRevision? = nil) {
         self.migrations = migrations.sorted { $0.name < $1.name }
         self.repeatable = repeatable.sorted { $0.name < $1.name }
+        self.revision = revision
     }
 
     /// Reads the scripts from a project folder holding `migrations/` and `sql/`.
@@ -35,7 +38,10 @@ public struct Migrator: Sendable {
                 Script(name: $0, sql: try String(contentsOf: url.appendingPathComponent($0), encoding: .utf8))
             }
         }
-        self.init(migrations: try scripts("migrations"), repeatable: try scripts("sql"))
+        let revisionFile = directory.appendingPathComponent("sql").appendingPathComponent(SQLRevision.fileName)
+        let revision = try FileManager.default.fileExists(atPath: revisionFile.path)
+            ? SQLRevision(parsing: String(contentsOf: revisionFile, encoding: .utf8)) : nil
+        self.init(migrations: try scripts("migrations"), repeatable: try scripts("sql"), revision: revision)
         self.directory = directory
     }
 
@@ -64,17 +70,27 @@ public struct Migrator: Sendable {
         /// Migrations the database holds that this release does not have: a newer release migrated it, and its
         /// `sql/` files were left as that release wrote them.
         public var newer: [String] = []
+        /// The database's `sql/` revision when it is above this release's: a newer release with the same migrations
+        /// wrote its functions, and they were left in place.
+        public var newerRevision: Int?
     }
 
     /// Applies what is missing; refuses when an applied migration's file has changed since.
     ///
     /// A database that holds migrations this release does not have belongs to a newer one (a rolling upgrade with a
     /// relay of each, or a rollback): `serve` starts without touching `sql/`, so an older relay that restarts does
-    /// not put its functions back under the newer relays; `liverelay migrate` (`force`) refuses.
-    /// - Parameter force: re-apply every `sql/` file even when it is unchanged since it was last applied
-    ///   (`liverelay migrate` does; `serve` does not, so a relay starting under write load takes no table locks).
+    /// not put its functions back under the newer relays; `liverelay migrate` (`force`) refuses. The same holds for a
+    /// database whose `sql/` revision is above this release's (a newer release that changed only functions), unless
+    /// `rollBack` says to put this release's functions back.
+    /// - Parameters:
+    ///   - force: re-apply every `sql/` file even when it is unchanged since it was last applied (`liverelay migrate`
+    ///     does; `serve` does not, so a relay starting under write load takes no table locks).
+    ///   - rollBack: replace a newer `sql/` revision's functions with this release's (`migrate --roll-back-functions`);
+    ///     never past a newer migration, whose tables this release's functions may not fit.
     @discardableResult
-    public func run(on connection: PostgresConnection, logger: Logger, force: Bool = false) async throws -> Report {
+    public func run(
+        on connection: PostgresConnection, logger: Logger, force: Bool = false, rollBack: Bool = false
+    ) async throws -> Report {
         var report = Report()
         // One migrator at a time across all relays sharing the database.
         try await connection.query("SELECT pg_advisory_lock(727384001)", logger: logger)
@@ -92,6 +108,11 @@ public struct Migrator: Sendable {
             let known = Set(migrations.map(\.name))
             report.newer = applied.keys.filter { !$0.hasPrefix("sql/") && !known.contains($0) }.sorted()
             if force, !report.newer.isEmpty { throw MigrationError.newerRelease(report.newer) }
+            let recorded = applied[SQLRevision.version].flatMap { Int($0) } ?? 0
+            if let ours = revision?.number, recorded > ours, !rollBack {
+                report.newerRevision = recorded
+                if force { throw MigrationError.newerFunctions(theirs: recorded, ours: ours) }
+            }
             for script in migrations {
                 if let checksum = applied[script.name] {
                     guard checksum == script.checksum else { throw MigrationError.changedAfterApply(script.name) }
@@ -108,7 +129,7 @@ public struct Migrator: Sendable {
             for script in repeatable {
                 let version = "sql/" + script.name
                 // A newer release's functions stay (reached only without `force`, which refused above).
-                guard report.newer.isEmpty else { continue }
+                guard report.newer.isEmpty, report.newerRevision == nil else { continue }
                 if !force, applied[version] == script.checksum {
                     report.unchanged.append(script.name)
                     continue
@@ -120,6 +141,12 @@ public struct Migrator: Sendable {
                         """, logger: logger)
                 }
                 report.reapplied.append(script.name)
+            }
+            if let ours = revision?.number, report.newer.isEmpty, report.newerRevision == nil, ours != recorded {
+                try await connection.query("""
+                    INSERT INTO schema_migrations (version, checksum) VALUES (\(SQLRevision.version), \(String(ours)))
+                    ON CONFLICT (version) DO UPDATE SET checksum = excluded.checksum, applied_at = now()
+                    """, logger: logger)
             }
         } catch {
             _ = try? await connection.query("SELECT pg_advisory_unlock(727384001)", logger: logger)
@@ -171,6 +198,7 @@ public enum MigrationError: Error, CustomStringConvertible {
     case changedAfterApply(String)
     case failed(String, underlying: String)
     case newerRelease([String])
+    case newerFunctions(theirs: Int, ours: Int)
 
     public var description: String {
         switch self {
@@ -183,6 +211,10 @@ public enum MigrationError: Error, CustomStringConvertible {
             return "the database was migrated by a newer release of LiveRelay (it holds \(Self.listed(names)), which "
                 + "this one does not have); run that release's `liverelay migrate`, or a later one: this one would "
                 + "put its older functions (sql/) back"
+        case .newerFunctions(let theirs, let ours):
+            return "the database's functions were written by a newer release of LiveRelay (sql/ revision \(theirs); "
+                + "this one has \(ours)); run that release's `liverelay migrate`, or a later one, or put this "
+                + "release's functions back with `liverelay migrate --roll-back-functions`"
         }
     }
 }

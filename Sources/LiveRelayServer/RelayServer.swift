@@ -40,15 +40,24 @@ public struct RelayServer: Sendable {
     let dashboard: DashboardFiles
 
     /// Applies migrations (idempotent; serialised across relays by an advisory lock).
-    public func migrate() async throws -> Migrator.Report {
+    /// - Parameter rollingBackFunctions: this release's `sql/` replaces a newer revision's (`liverelay dev`, whose
+    ///   working copy is the truth when a developer checks out an older commit).
+    public func migrate(rollingBackFunctions: Bool = false) async throws -> Migrator.Report {
         let report = try await connector.withConnection(logger: logger) { connection in
-            try await migrator.run(on: connection, logger: logger)
+            try await migrator.run(on: connection, logger: logger, rollBack: rollingBackFunctions)
         }
         if !report.newer.isEmpty {
             logger.warning("""
                 the database was migrated by a newer release of LiveRelay (it holds \
                 \(MigrationError.listed(report.newer)), which this one does not have): its functions (sql/) are \
                 left as that release wrote them; run that release, or a later one, on every relay
+                """)
+        }
+        if let theirs = report.newerRevision {
+            logger.warning("""
+                the database's functions were written by a newer release of LiveRelay (sql/ revision \(theirs); \
+                this one has \(migrator.revision?.number ?? 0)): they are left as that release wrote them; run that \
+                release, or a later one, on every relay
                 """)
         }
         return report
