@@ -15,6 +15,8 @@ public struct StreamRoutes: Sendable {
     public static let path = "/v1/stream"
     /// The most missed events one resuming answer carries; a client further behind reconnects for the rest.
     static let historyPageSize = 1024
+    /// Channels one stream may follow.
+    static let channelLimit = 100
 
     let hub: BroadcastHub
     let auth: Authenticator
@@ -32,13 +34,18 @@ public struct StreamRoutes: Sendable {
             throw APIError.unauthorized(caller)
         }
         let given = request.uri.queryParameters.getAll("channel").map { String($0) }
-        guard !given.isEmpty, given.count <= 100 else {
+        guard !given.isEmpty else {
+            throw APIError.badRequest("channel is required (device:<uuid>, session:<id> or channel:<name>)")
+        }
+        guard given.count <= Self.channelLimit else {
             throw APIError.badRequest(
-                "channel is required (device:<uuid>, session:<id> or channel:<name>), at most 100")
+                "a stream follows at most \(Self.channelLimit) channels; \(given.count) were given")
         }
         let parsed = try given.map { text in
             guard let channel = StreamChannel(parsing: text) else {
-                throw APIError.badRequest("channel \(text) must be device:<uuid>, session:<id> or channel:<name>")
+                // Quoted in part: the sentence is for a person, and the query may be long.
+                let shown = text.count > 80 ? text.prefix(80) + "…" : text
+                throw APIError.badRequest("channel \(shown) must be device:<uuid>, session:<id> or channel:<name>")
             }
             return channel
         }

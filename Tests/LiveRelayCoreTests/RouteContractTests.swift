@@ -155,6 +155,14 @@ struct RouteContractTests {
             let bad = try await client.execute(uri: "/v1/stream?channel=nonsense", method: .get, headers: own)
             #expect(bad.status == .badRequest)
             #expect(try await client.execute(uri: "/v1/stream", method: .get, headers: own).status == .badRequest)
+            let many = (0...100).map { "channel=device:\(device)&n=\($0)" }.joined(separator: "&")
+            let tooMany = try await client.execute(uri: "/v1/stream?\(many)", method: .get, headers: own)
+            #expect(Self.json(tooMany)?.objectValue?["error"]
+                == .string("a stream follows at most 100 channels; 101 were given"))
+            let long = try await client.execute(
+                uri: "/v1/stream?channel=x\(String(repeating: "y", count: 5000))", method: .get, headers: own)
+            let said = try #require(Self.json(long)?.objectValue?["error"]?.stringValue)
+            #expect(said.hasPrefix("channel xyyy") && said.contains("…") && said.count < 200, "\(said)")
 
             #expect(try await client.execute(uri: "/v1/devices/\(device)/token", method: .post).status
                 == .unauthorized)
