@@ -43,9 +43,8 @@ public struct StreamRoutes: Sendable {
         }
         let parsed = try given.map { text in
             guard let channel = StreamChannel(parsing: text) else {
-                // Quoted in part: the sentence is for a person, and the query may be long.
-                let shown = text.count > 80 ? text.prefix(80) + "…" : text
-                throw APIError.badRequest("channel \(shown) must be device:<uuid>, session:<id> or channel:<name>")
+                throw APIError.badRequest(
+                    "channel \(text.excerpt) must be device:<uuid>, session:<id> or channel:<name>")
             }
             return channel
         }

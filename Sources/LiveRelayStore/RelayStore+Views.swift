@@ -17,7 +17,8 @@ extension RelayStore {
     /// The rows of a view as a JSON array (text), for the parameters of a query string.
     public func readView(_ name: String, parameters: [(key: String, value: String)]) async throws -> String {
         guard let view = Self.views[name] else {
-            throw StoreError.notFound("no view \(name); views: \(Self.views.keys.sorted().joined(separator: ", "))")
+            let known = Self.views.keys.sorted().joined(separator: ", ")
+            throw StoreError.notFound("no view \(name.excerpt); views: \(known)")
         }
         let columns = try await columnTypes(of: view)
         var limit = 100, offset = 0
@@ -48,7 +49,7 @@ extension RelayStore {
             default:
                 guard let type = columns[key] else {
                     let known = columns.keys.sorted().joined(separator: ", ")
-                    throw StoreError.invalidArgument("\(key) is not a column of this view (columns: \(known))")
+                    throw StoreError.invalidArgument("\(key.excerpt) is not a column of this view (columns: \(known))")
                 }
                 guard let dot = value.firstIndex(of: "."), let op = Self.viewOperators[String(value[..<dot])] else {
                     throw StoreError.invalidArgument("\(key) must be op.value with op one of eq, neq, gt, gte, lt, lte")

@@ -44,6 +44,16 @@ struct DashboardAPITests {
                         .GET, "/v1/views/activities?created_at=gt.yesterday-ish", headers: RelayHTTP.admin
                     ).status == 400)
                 #expect(try await api.request(.GET, "/v1/views/pg_shadow", headers: RelayHTTP.admin).status == 404)
+                // What the client sent is quoted in part, and the sentence names what there is.
+                let long = String(repeating: "z", count: 2000)
+                let noView = try await api.request(.GET, "/v1/views/\(long)", headers: RelayHTTP.admin)
+                #expect(noView.status == 404
+                        && noView.text.contains("no view \(long.prefix(80))…; views: activities,"), "\(noView.text)")
+                let noColumn = try await api.request(
+                    .GET, "/v1/views/activities?\(long)=eq.1", headers: RelayHTTP.admin)
+                #expect(noColumn.status == 400 && noColumn.text.count < 1000
+                        && noColumn.text.contains("\(long.prefix(80))… is not a column of this view (columns: "),
+                        "\(noColumn.text)")
                 // A text filter holding U+0000 is refused by its name (PostgreSQL's own refusal names no parameter).
                 let withNUL = [("/v1/views/activities?session_id=eq.a%00", "session_id"),
                                ("/v1/deliveries?session_id=a%00b", "session_id"),
