@@ -71,9 +71,11 @@ private struct JSONTextParser {
             skipWhitespace()
             guard index < bytes.count else { throw failure("the text ends inside an object") }
             let separator = bytes[index]
+            guard separator == UInt8(ascii: ",") || separator == UInt8(ascii: "}") else {
+                throw failure("expected ',' or '}'")
+            }
             index += 1
             if separator == UInt8(ascii: "}") { return .object(members) }
-            guard separator == UInt8(ascii: ",") else { throw failure("expected ',' or '}'") }
         }
     }
 
@@ -92,9 +94,11 @@ private struct JSONTextParser {
             skipWhitespace()
             guard index < bytes.count else { throw failure("the text ends inside an array") }
             let separator = bytes[index]
+            guard separator == UInt8(ascii: ",") || separator == UInt8(ascii: "]") else {
+                throw failure("expected ',' or ']'")
+            }
             index += 1
             if separator == UInt8(ascii: "]") { return .array(elements) }
-            guard separator == UInt8(ascii: ",") else { throw failure("expected ',' or ']'") }
         }
     }
 

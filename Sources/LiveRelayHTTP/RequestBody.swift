@@ -11,7 +11,7 @@ extension Request {
         do {
             return try JSONDecoder().decode(Body.self, from: Data(buffer: buffer))
         } catch let error as DecodingError {
-            throw APIError.badRequest(BodyFields.sentence(for: error))
+            throw APIError.badRequest(BodyFields.sentence(for: error, body: buffer))
         }
     }
 }
@@ -146,7 +146,7 @@ struct BodyFields {
     }
 
     /// A decoding error as a sentence naming the field.
-    static func sentence(for error: DecodingError) -> String {
+    static func sentence(for error: DecodingError, body: ByteBuffer? = nil) -> String {
         func path(_ context: DecodingError.Context, _ last: (any CodingKey)? = nil) -> String {
             (context.codingPath + (last.map { [$0] } ?? [])).map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
                 .joined(separator: ".")
@@ -157,9 +157,25 @@ struct BodyFields {
         case .typeMismatch(let type, let context) where context.codingPath.isEmpty:
             return type == [Any].self ? "the body must be a JSON array" : "the body must be a JSON object"
         case .typeMismatch(let type, let context): return "\(path(context)) must be \(describe(type))"
-        case .dataCorrupted(let context) where context.codingPath.isEmpty: return "the body must be JSON"
+        case .dataCorrupted(let context) where context.codingPath.isEmpty:
+            return "the body must be JSON" + (body.flatMap(syntaxProblem).map { " (\($0))" } ?? "")
         case .dataCorrupted(let context): return "\(path(context)): \(context.debugDescription)"
         @unknown default: return "the body could not be read"
+        }
+    }
+
+    /// Where the body stops being JSON, as the project's parser says it ("expected ',' or '}' at byte 12"): Foundation
+    /// on Linux says only that the data was not valid JSON. Nil for a body the parser reads (text that is not UTF-8).
+    static func syntaxProblem(in body: ByteBuffer) -> String? {
+        guard body.readableBytes > 0 else { return "it is empty" }
+        do {
+            _ = try JSONValue(parsing: String(buffer: body))
+            return nil
+        } catch DecodingError.dataCorrupted(let context) {
+            return context.debugDescription.hasPrefix("not JSON: ")
+                ? String(context.debugDescription.dropFirst(10)) : context.debugDescription
+        } catch {
+            return nil
         }
     }
 

@@ -78,7 +78,10 @@ struct RouteContractTests {
             ("/v1/activity/register", #"{"secret":"x","activityToken":"ab"}"#, "sessionID"),
             ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"explode"}"#, "eventType"),
             ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"progress","contentState":[1]}"#, "contentState"),
-            ("/v1/event", "not json", "JSON"),
+            ("/v1/event", "not json", "the body must be JSON (unexpected character at byte 0)"),
+            ("/v1/event", #"{"secret":"x" "sessionID":"s"}"#, "the body must be JSON (expected ',' or '}' at byte 14)"),
+            ("/v1/event", "", "the body must be JSON (it is empty)"),
+            ("/v1/event", String(repeating: "[", count: 600), "the body must be JSON (nested more than 512 deep"),
             ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"complete","title":""}"#, "title"),
             ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"error","body":""}"#, "body"),
             // Tokens and bundle ids that no push could carry, named with their first wrong character.
