@@ -8,8 +8,17 @@ import LiveRelayCore
 enum JSONRPCEnvelope {
     /// JSON-RPC's error for the body (code and message), or nil when the body is a well-formed message.
     static func refusal(of body: Data) -> (code: Int, message: String)? {
-        guard let text = String(data: body, encoding: .utf8), let message = try? JSONValue(parsing: text) else {
-            return (-32700, "Parse error: the body is not JSON")
+        guard let text = String(data: body, encoding: .utf8) else {
+            return (-32700, "Parse error: the body is not UTF-8 text")
+        }
+        let message: JSONValue
+        do {
+            message = try JSONValue(parsing: text)
+        } catch DecodingError.dataCorrupted(let context) where !text.isEmpty {
+            // "not JSON: expected ',' or '}' at byte 14"
+            return (-32700, "Parse error: the body is \(context.debugDescription)")
+        } catch {
+            return (-32700, "Parse error: the body is not JSON" + (text.isEmpty ? " (it is empty)" : ""))
         }
         guard let members = message.objectValue else {
             return (-32600, "Invalid Request: a message is one JSON object")

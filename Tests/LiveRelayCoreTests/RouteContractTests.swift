@@ -264,6 +264,15 @@ struct RouteContractTests {
                 #expect(status == .ok ? code == .integer(-32601) : code != nil,
                         "\(body): \(String(buffer: reply.body))")
             }
+            // A body that is not JSON is told where it stops being JSON.
+            for (body, said) in [("{", "Parse error: the body is not JSON: expected a key at byte 1"),
+                                 ("", "Parse error: the body is not JSON (it is empty)")] {
+                let reply = try await client.execute(
+                    uri: "/mcp", method: .post, headers: Self.headers(Self.admin + [accept, json]),
+                    body: ByteBuffer(string: body))
+                #expect(Self.json(reply)?.objectValue?["error"]?.objectValue?["message"] == .string(said),
+                        "\(String(buffer: reply.body))")
+            }
             let stream = try await client.execute(
                 uri: "/mcp", method: .get, headers: Self.headers(Self.admin + [accept]))
             #expect(stream.status == .methodNotAllowed)
