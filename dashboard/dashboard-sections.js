@@ -139,14 +139,17 @@ async function loadDeliveries() {
   const deliveries = await api('/v1/deliveries?' + query);
   $('deliveries-rows').replaceChildren(...deliveries.map((row) => {
     const answer = [row.provider_status, row.provider_reason || row.error].filter((part) => part).join(' ');
+    // Fields the relay has no value for are left out of its answer (a channel's send has no priority reason, a
+    // coalesced row no latency).
+    const reason = row.priority_reason ? ` (${row.priority_reason})` : '';
     return element('tr', { class: row.status === 'failed' ? 'failed' : null },
       cell('Time', time(row.created_at)),
       cell('Status', element('span', { class: 'badge status-' + row.status, text: row.status })),
-      cell('Event', row.priority ? `${row.event_type} · p${row.priority} (${row.priority_reason})` : row.event_type),
+      cell('Event', row.priority ? `${row.event_type} · p${row.priority}${reason}` : row.event_type),
       cell('Session', row.session_id || (row.channel ? 'channel ' + row.channel : '–')),
       cell('Transport', row.transport || '–'),
       cell('Answer', answer || '–'),
-      cell('Latency', row.latency_ms === null ? '–' : row.latency_ms.toFixed(1) + ' ms'));
+      cell('Latency', typeof row.latency_ms === 'number' ? row.latency_ms.toFixed(1) + ' ms' : '–'));
   }));
   $('deliveries-empty').hidden = deliveries.length > 0;
 }

@@ -7,6 +7,18 @@ extension RelayStore {
     /// Activities created through the API live under this pairing-secret namespace.
     public static let apiNamespace = secretHash("liverelay-api")
 
+    /// The newest `delivery_log` row matching `condition` that is not `coalesced`, else the newest of any status: a
+    /// row folded into a push (a burst, or a state already sent) says less than the push itself, which may be older.
+    static func lastOutcome(_ condition: String) -> String {
+        """
+        SELECT * FROM ((SELECT *, 0 AS rank FROM delivery_log WHERE \(condition) AND status <> 'coalesced'
+                        ORDER BY id DESC LIMIT 1)
+                       UNION ALL
+                       (SELECT *, 1 AS rank FROM delivery_log WHERE \(condition) ORDER BY id DESC LIMIT 1)) newest
+        ORDER BY rank LIMIT 1
+        """
+    }
+
     /// One activity as JSON, with its last delivery and the pushes of the last hour (`a` is `activity_registration`).
     static let activityJSON = """
         json_build_object('id', a.id, 'sessionId', a.session_id, 'platform', a.platform, 'status', a.status,
@@ -22,7 +34,7 @@ extension RelayStore {
             'foreground', liverelay_is_foreground(a.device_uuid, a.secret_hash, a.session_id),
             'lastDelivery', (SELECT json_build_object('status', l.status, 'eventType', l.event_type, 'at', l.created_at,
                                  'latencyMs', l.latency_ms, 'reason', coalesce(l.provider_reason, l.error))
-                             FROM delivery_log l WHERE l.activity_id = a.id ORDER BY l.id DESC LIMIT 1),
+                             FROM (\(lastOutcome("activity_id = a.id"))) l),
             'pushesLastHour', (SELECT count(*) FROM delivery_log l WHERE l.activity_id = a.id AND l.status = 'sent'
                                    AND l.created_at > now() - interval '1 hour'))::text
         """

@@ -17,7 +17,7 @@ extension RelayStore {
                                                   'transport', l.transport, 'at', l.created_at,
                                                   'latencyMs', l.latency_ms,
                                                   'reason', coalesce(l.provider_reason, l.error))
-                         FROM delivery_log l WHERE l.channel = c.name ORDER BY l.id DESC LIMIT 1))::text
+                         FROM (\(lastOutcome("channel = c.name"))) l))::text
         """
 
     public func channels(status: ChannelStatus? = nil, limit: Int = 100) async throws -> [BroadcastChannelRecord] {

@@ -101,6 +101,12 @@ class DevStack:
             cursor = conn.execute(query, params)
             return cursor.fetchall() if cursor.description else None
 
+    def transaction(self, statements):
+        """Runs (query, params) pairs in one transaction: what they write is committed, and delivered, together."""
+        with psycopg.connect(self.database_url.replace("postgres://", "postgresql://")) as conn:
+            for query, params in statements:
+                conn.execute(query, params)
+
     # The APNs simulator ------------------------------------------------------------------------------------------
     def pushes(self):
         url = f"https://127.0.0.1:{self.apns_port}/sim/pushes"

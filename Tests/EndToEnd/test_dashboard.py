@@ -230,3 +230,37 @@ def test_an_open_app_shows_and_its_updates_go_at_priority_5(stack, page):
               " WHERE session_id = 'demo-session'")
     wait(page, lambda: (row := activity_row()) and "app open" not in row, timeout=10,
          message="the activity shown, its app no longer open", shown=activity_row)
+
+
+def test_the_delivery_log_draws_a_burst_and_a_channel_send_in_full(stack, page):
+    """Rows folded into a push (which have no latency of their own) and a channel's sends (no priority reason) are
+    drawn like any other row, and an activity's last delivery is the push, not a row folded into it."""
+    sign_in(page, stack)
+    marker = uuid.uuid4().hex[:6]
+    update = "UPDATE activity_registration SET content_state = %s::jsonb WHERE session_id = 'demo-session'"
+    states = [json.dumps({"status": "working", "sessionTitle": "Demo", "lastMessage": f"burst {marker} {n}",
+                          "retryInfo": None}) for n in range(3)]
+    # Three updates committed together: one push of the last state per phone, the two before it folded into it.
+    stack.transaction([(update, (state,)) for state in states])
+    last = f"burst {marker} 2"
+    stack.wait_for_push(lambda p: p["payload"]["aps"].get("content-state", {}).get("lastMessage") == last)
+    minute = 30 + int(uuid.uuid4().int % 30)
+    stack.sql("UPDATE broadcast_channel SET content_state = jsonb_build_object('home', 1, 'away', 1, 'minute', %s)"
+              " WHERE name = 'demo-match'", (minute,))
+    stack.wait_for_broadcast(lambda b: b["payload"]["aps"].get("content-state", {}).get("minute") == minute)
+
+    def deliveries():
+        return page.find_element(By.ID, "deliveries-rows").text
+    wait(page, lambda: "coalesced" in deliveries() and "channel demo-match" in deliveries(), timeout=5,
+         message="the burst's folded rows and the channel's send in the delivery log",
+         shown=lambda: page.find_element(By.ID, "live").text + " | " + deliveries())
+    for word in ("undefined", "null", "NaN"):
+        assert word not in deliveries(), deliveries()
+    assert page.find_element(By.ID, "live").text == "Live"
+
+    def activity_row():
+        rows = [r.text for r in page.find_elements(By.CSS_SELECTOR, "#activities tbody tr")
+                if "demo-session" in r.text and IPHONE in r.text]
+        return rows[0] if rows else ""
+    wait(page, lambda: f"burst {marker} 2" in activity_row() and "sent update" in activity_row(), timeout=5,
+         message="the activity's last delivery: the push that went", shown=activity_row)
