@@ -33,9 +33,14 @@ function deviceRow(device) {
     status);
   return element('tr', { 'data-uuid': uuid },
     cell('Name', device.device_name || '–'), cell('Device', element('code', { text: uuid })),
-    cell('Platform', device.platform || '–'), cell('Tokens', device.token_suffixes.map(suffix).join(', ')),
+    cell('Platform', device.platform || '–'), cell('Tokens', tokens(device)),
     cell('Current message', element('span', { class: 'current', text: device.message || '–' })),
     cell('Live Activity message', form));
+}
+
+// A device with a message and no registration (a writer's row for a uuid no app registered yet) has no tokens.
+function tokens(device) {
+  return device.token_suffixes.map(suffix).join(', ') || '–';
 }
 
 async function loadDevices() {
@@ -50,7 +55,7 @@ async function loadDevices() {
     const input = existing.querySelector('input');
     if (document.activeElement !== input && !input.dataset.dirty) input.value = device.message || '';
     existing.cells[0].textContent = device.device_name || '–';
-    existing.cells[3].textContent = device.token_suffixes.map(suffix).join(', ');
+    existing.cells[3].textContent = tokens(device);
     return existing;
   });
   body.replaceChildren(...ordered);
