@@ -95,6 +95,21 @@ struct WebhookAddressTests {
         }
     }
 
+    @Test("a receiver that refuses the connection is told at once, not after the pool's retries until the timeout")
+    func refusedAtOnce() async throws {
+        // Nothing listens on the receiver's port at 127.0.0.2.
+        try await Self.withReceiver(host: "127.0.0.2") { receiver, url in
+            let transport = WebhookTransport(guardrail: WebhookURLGuard(allowPrivate: true), pinning: false)
+            let started = ContinuousClock.now
+            let result = await transport.send(Self.request(url))
+            let took = ContinuousClock.now - started
+            await transport.shutdown()
+            #expect(!result.delivered && result.error?.contains("refused") == true, "\(result)")
+            #expect(took < .seconds(2), "\(took): the connect timeout is 5 s")
+            #expect(receiver.received.isEmpty)
+        }
+    }
+
     @Test("a name with IPv6 and IPv4 addresses is tried at its IPv4 address first")
     func ipv4First() async throws {
         try await Self.withReceiver(host: "dual.liverelay.invalid") { receiver, url in
