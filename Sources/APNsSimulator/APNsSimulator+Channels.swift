@@ -163,6 +163,7 @@ extension APNsSimulator {
             throw Rejection(status: 400, reason: "CannotCreateChannelConfig",
                             detail: "\(bundle) has \(Self.channelLimit) channels in \(environment) already")
         }
+        saveChannels()
         printLine("apns-sim: 201 channel created \(environment) \(bundle) \(id)")
         return Response(status: .created, headers: [HTTPField.Name("apns-channel-id")!: id])
     }
@@ -174,6 +175,7 @@ extension APNsSimulator {
             state.channels[key] = nil
             state.channelOrder.removeAll { $0 == key }
         }
+        saveChannels()
         printLine("apns-sim: 204 channel deleted \(environment) \(bundle) \(id)")
         return Response(status: .noContent)
     }
@@ -262,7 +264,7 @@ extension APNsSimulator {
         return Response(status: .ok)
     }
 
-    private static func channelKey(_ environment: String, _ bundle: String, _ id: String) -> String {
+    static func channelKey(_ environment: String, _ bundle: String, _ id: String) -> String {
         "\(environment)|\(bundle)|\(id)"
     }
 

@@ -51,16 +51,20 @@ public final class APNsSimulator: Sendable {
     let state = Mutex(State())
     let logger: Logger
     let printPushes: Bool
+    /// Where the channels are kept across restarts (`APNsSimulator+ChannelFile.swift`); nil keeps them in memory.
+    let channelsFile: URL?
     /// The most pushes kept in memory (oldest dropped first).
     let capacity = 1_000_000
 
     public init(credentials: Credentials, certificate: SimulatorCertificate, faults: SimulatorFaults = .init(),
-                printPushes: Bool = true, logger: Logger) {
+                printPushes: Bool = true, channelsFile: URL? = nil, logger: Logger) {
         self.credentials = credentials
         self.certificate = certificate
         self.printPushes = printPushes
+        self.channelsFile = channelsFile
         self.logger = logger
         state.withLock { $0.faults = faults }
+        loadChannels()
     }
 
     /// The HTTP/2 + TLS server; run it as a `Service` (or alone with `runService`).

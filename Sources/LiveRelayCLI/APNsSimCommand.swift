@@ -37,6 +37,8 @@ struct APNsSimCommand: AsyncParsableCommand {
     var goawayRate = 0.0
     @Option(name: .customLong("hostname"), help: "Extra DNS name for the certificate (e.g. the compose service name).")
     var hostnames: [String] = []
+    @Option(help: "A file that keeps the channels created, so a restarted simulator knows them, as Apple would.")
+    var channelsFile: String?
     @Flag(help: "Do not print a line per push.") var quiet = false
 
     func run() async throws {
@@ -54,7 +56,8 @@ struct APNsSimCommand: AsyncParsableCommand {
         faults.goAwayRate = goawayRate
         let simulator = APNsSimulator(
             credentials: .init(publicKey: key.publicKey, keyID: keyId, teamID: teamId), certificate: certificate,
-            faults: faults, printPushes: !quiet, logger: logger)
+            faults: faults, printPushes: !quiet, channelsFile: channelsFile.map { URL(fileURLWithPath: $0) },
+            logger: logger)
         let app = try simulator.application(host: host, port: port) { port in
             print("apns-sim listening on https://\(host):\(port) (sandbox: https://\(host):\(port)/sandbox)")
             print("  trust its CA with APNS_CA_FILE=\(caOut); sign with APNS_PRIVATE_KEY_FILE=\(keyFile)")

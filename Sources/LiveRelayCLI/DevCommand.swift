@@ -36,7 +36,8 @@ struct DevCommand: AsyncParsableCommand {
         try DevKeys.write(certificate.caPEM, to: caPath)
         let simulator = APNsSimulator(
             credentials: .init(publicKey: key.publicKey, keyID: "LRDEVKEY01", teamID: "LRDEVTEAM1"),
-            certificate: certificate, logger: logger)
+            certificate: certificate, channelsFile: URL(fileURLWithPath: state + "/apns-sim-channels.json"),
+            logger: logger)
         let (simPorts, simPortSink) = AsyncStream.makeStream(of: Int.self)
         let simApp = try simulator.application(host: "127.0.0.1", port: 0) { port in
             simPortSink.yield(port)

@@ -36,8 +36,9 @@ def binary():
 
 
 class DevStack:
-    def __init__(self):
-        self.state = tempfile.mkdtemp(prefix="liverelay-e2e-")
+    def __init__(self, state=None):
+        """Starts `liverelay dev` on a new state folder, or on `state` (a folder a stopped one left)."""
+        self.state = state or tempfile.mkdtemp(prefix="liverelay-e2e-")
         os.chmod(self.state, 0o755)
         self.port = free_port()
         self.binary = binary()
@@ -72,7 +73,7 @@ class DevStack:
             time.sleep(0.05)
         return False
 
-    def stop(self):
+    def stop(self, keep_state=False):
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
             try:
@@ -81,7 +82,8 @@ class DevStack:
                 self.process.kill()
                 return  # its cluster may still run: the state stays for a look
         # `liverelay dev` stopped its cluster as it exited; nothing in the state directory is needed any more.
-        shutil.rmtree(self.state, ignore_errors=True)
+        if not keep_state:
+            shutil.rmtree(self.state, ignore_errors=True)
 
     # The relay ---------------------------------------------------------------------------------------------------
     def api(self, method, path, body=None, token="admin"):

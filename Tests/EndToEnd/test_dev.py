@@ -50,6 +50,31 @@ def test_a_postgresql_killed_under_dev_is_started_again_and_later_writes_are_del
     assert stack.process.returncode == 0, "\n".join(stack.lines[-20:])
 
 
+def test_a_second_run_on_the_same_folder_broadcasts_on_the_demo_channel_the_first_one_created():
+    # The APNs simulator kept its channels in memory: the second run's simulator did not know the channel id the
+    # database held, and the printed channel UPDATE failed the channel for good (ChannelNotRegistered).
+    first = DevStack()
+    deadline = time.time() + 30
+    query = "SELECT apns_channel_id FROM broadcast_channel WHERE name = 'demo-match'"
+    while not (channel_id := first.sql(query)[0][0]):
+        assert time.time() < deadline, "the demo channel was not created at the APNs simulator"
+        time.sleep(0.1)
+    first.stop(keep_state=True)
+    assert first.process.returncode == 0, "\n".join(first.lines[-20:])
+    second = DevStack(state=first.state)
+    try:
+        second.sql("UPDATE broadcast_channel SET content_state = '{\"home\": 1, \"away\": 0, \"minute\": 23}'"
+                   " WHERE name = 'demo-match'")
+        broadcast = second.wait_for_broadcast(
+            lambda b: b["payload"]["aps"].get("content-state", {}).get("minute") == 23)
+        assert broadcast["channelID"] == channel_id
+        assert second.sql("SELECT status, apns_channel_id FROM broadcast_channel WHERE name = 'demo-match'") == [
+            ("active", channel_id)]
+    finally:
+        second.stop()
+    assert second.process.returncode == 0, "\n".join(second.lines[-20:])
+
+
 def running(pid):
     """Whether the process is alive: it exists and is not a zombie waiting to be reaped."""
     try:
