@@ -24,8 +24,15 @@ extension RelayStore {
                 """, as: UUID.self)
             switch matches.count {
             case 0:
-                throw StoreError.notFound(
-                    "no device is named \"\(name)\" (GET /v1/devices, or the MCP tool list_devices, lists the names)")
+                // An agent that was told "the Demo phone" finds the names that hold what it gave.
+                let near = try await values("""
+                    SELECT DISTINCT device_name FROM device_registration
+                    WHERE strpos(lower(device_name), lower(\(name))) > 0 ORDER BY device_name LIMIT 5
+                    """, as: String.self)
+                let hint = near.isEmpty ? "" : "; names that contain it: "
+                    + near.map { "\"\($0)\"" }.joined(separator: ", ")
+                throw StoreError.notFound("no device is named \"\(name.excerpt)\"\(hint) (GET /v1/devices, or the MCP "
+                                          + "tool list_devices, lists the names)")
             case 1: return matches[0]
             default:
                 let uuids = matches.map { $0.uuidString.lowercased() }.joined(separator: ", ")

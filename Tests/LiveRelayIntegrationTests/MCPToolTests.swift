@@ -231,6 +231,8 @@ struct MCPToolTests {
             try await withClient(h) { client in
                 let cases: [(String, [String: Value], String)] = [
                     ("set_live_activity_message", ["deviceName": "Twin", "message": "x"], "2 devices are named"),
+                    ("set_live_activity_message", ["deviceName": "tw", "message": "x"],
+                     "no device is named \"tw\"; names that contain it: \"Twin\" (GET /v1/devices"),
                     ("set_live_activity_message", ["device_uuid": .string(UUID().uuidString), "message": "x"],
                      "no device"),
                     ("set_live_activity_message",
