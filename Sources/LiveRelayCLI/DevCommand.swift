@@ -215,7 +215,12 @@ struct DevCommand: AsyncParsableCommand {
                 WHERE device_uuid = \(DevDemo.deviceUUID)::uuid AND platform = 'ios'
                 ON CONFLICT (device_id, attributes_type) DO NOTHING
                 """, logger: logger)
-            // A broadcast channel: one UPDATE reaches every subscriber (Apple broadcast, FCM topic, SSE).
+            // A broadcast channel: one UPDATE reaches every subscriber (Apple broadcast, FCM topic, SSE). A demo
+            // channel that failed (one a simulator without --channels-file forgot when dev ran again) is made anew,
+            // so the printed UPDATE works; deleting a failed row sends nothing.
+            try await connection.query("""
+                DELETE FROM broadcast_channel WHERE name = \(DevDemo.channelName) AND status = 'failed'
+                """, logger: logger)
             try await connection.query("""
                 INSERT INTO broadcast_channel (name, bundle_id, apns_env, attributes_type, content_state)
                 VALUES (\(DevDemo.channelName), \(DevDemo.bundleID), 'sandbox', 'MatchAttributes',

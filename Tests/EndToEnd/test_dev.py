@@ -75,6 +75,24 @@ def test_a_second_run_on_the_same_folder_broadcasts_on_the_demo_channel_the_firs
     assert second.process.returncode == 0, "\n".join(second.lines[-20:])
 
 
+def test_a_demo_channel_that_failed_is_made_anew_by_the_next_run():
+    # Folders of releases whose simulator forgot its channels hold a failed demo channel: the printed UPDATE must work.
+    first = DevStack()
+    first.sql("UPDATE broadcast_channel SET status = 'failed', error = 'ChannelNotRegistered'"
+              " WHERE name = 'demo-match'")
+    first.stop(keep_state=True)
+    second = DevStack(state=first.state)
+    try:
+        deadline = time.time() + 30
+        query = "SELECT status, apns_channel_id FROM broadcast_channel WHERE name = 'demo-match'"
+        while (row := second.sql(query)[0])[1] is None:
+            assert time.time() < deadline, f"the demo channel was not made anew: {row}"
+            time.sleep(0.1)
+        assert row[0] == "active"
+    finally:
+        second.stop()
+
+
 def running(pid):
     """Whether the process is alive: it exists and is not a zombie waiting to be reaped."""
     try:
