@@ -54,12 +54,14 @@ def test_a_second_run_on_the_same_folder_broadcasts_on_the_demo_channel_the_firs
     # The APNs simulator kept its channels in memory: the second run's simulator did not know the channel id the
     # database held, and the printed channel UPDATE failed the channel for good (ChannelNotRegistered).
     first = DevStack()
-    deadline = time.time() + 30
-    query = "SELECT apns_channel_id FROM broadcast_channel WHERE name = 'demo-match'"
-    while not (channel_id := first.sql(query)[0][0]):
-        assert time.time() < deadline, "the demo channel was not created at the APNs simulator"
-        time.sleep(0.1)
-    first.stop(keep_state=True)
+    try:
+        deadline = time.time() + 30
+        query = "SELECT apns_channel_id FROM broadcast_channel WHERE name = 'demo-match'"
+        while not (channel_id := first.sql(query)[0][0]):
+            assert time.time() < deadline, "the demo channel was not created at the APNs simulator"
+            time.sleep(0.1)
+    finally:
+        first.stop(keep_state=True)
     assert first.process.returncode == 0, "\n".join(first.lines[-20:])
     second = DevStack(state=first.state)
     try:
@@ -78,9 +80,11 @@ def test_a_second_run_on_the_same_folder_broadcasts_on_the_demo_channel_the_firs
 def test_a_demo_channel_that_failed_is_made_anew_by_the_next_run():
     # Folders of releases whose simulator forgot its channels hold a failed demo channel: the printed UPDATE must work.
     first = DevStack()
-    first.sql("UPDATE broadcast_channel SET status = 'failed', error = 'ChannelNotRegistered'"
-              " WHERE name = 'demo-match'")
-    first.stop(keep_state=True)
+    try:
+        first.sql("UPDATE broadcast_channel SET status = 'failed', error = 'ChannelNotRegistered'"
+                  " WHERE name = 'demo-match'")
+    finally:
+        first.stop(keep_state=True)
     second = DevStack(state=first.state)
     try:
         deadline = time.time() + 30
