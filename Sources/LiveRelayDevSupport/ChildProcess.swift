@@ -13,12 +13,19 @@ public enum ChildProcess {
     }
 
     /// Starts a program and returns its process id.
-    /// - Parameter environment: the child's environment; nil keeps ours.
+    /// - Parameters:
+    ///   - environment: the child's environment; nil keeps ours.
+    ///   - workingDirectory: the child's working directory; nil keeps ours.
     public static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-                             outputPath: String) throws -> pid_t {
+                             workingDirectory: String? = nil, outputPath: String) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        if let workingDirectory {
+            guard let addChangeDirectory, addChangeDirectory(&actions, workingDirectory) == 0 else {
+                throw SpawnFailure(description: "cannot run \(executable) in \(workingDirectory)")
+            }
+        }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
@@ -46,6 +53,13 @@ public enum ChildProcess {
         dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addclosefrom_np")
             .map { unsafeBitCast($0, to: AddCloseFrom.self) }
 
+    /// glibc's `posix_spawn_file_actions_addchdir_np` (2.29 and later), which Swift's Glibc module does not import.
+    private typealias AddChangeDirectory = @convention(c) (
+        UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32
+    private static let addChangeDirectory: AddChangeDirectory? =
+        dlsym(dlopen(nil, RTLD_NOW), "posix_spawn_file_actions_addchdir_np")
+            .map { unsafeBitCast($0, to: AddChangeDirectory.self) }
+
     /// Closes every descriptor above standard errors in the child: all at once where glibc can, else those open now.
     private static func closeInheritedDescriptors(_ actions: inout posix_spawn_file_actions_t) {
         if let addCloseFrom, addCloseFrom(&actions, 3) == 0 { return }
@@ -62,7 +76,8 @@ public enum ChildProcess {
     }
 
     /// Runs a program to completion; returns its exit status.
-    static func run(_ executable: String, _ arguments: [String], outputPath: String) throws -> Int32 {
-        wait(try spawn(executable, arguments, outputPath: outputPath))
+    static func run(_ executable: String, _ arguments: [String], workingDirectory: String? = nil,
+                    outputPath: String) throws -> Int32 {
+        wait(try spawn(executable, arguments, workingDirectory: workingDirectory, outputPath: outputPath))
     }
 }

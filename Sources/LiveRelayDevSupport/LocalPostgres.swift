@@ -94,7 +94,7 @@ public struct LocalPostgres: Sendable {
                 "-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", "-d", "postgres", "-tAc",
                 "SELECT 1 FROM pg_database WHERE datname = '\(name.replacingOccurrences(of: "'", with: "''"))'",
             ])
-        if exists.trimmingCharacters(in: .whitespacesAndNewlines) == "1" { return }
+        if exists.split(separator: "\n").contains(where: { $0.trimmingCharacters(in: .whitespaces) == "1" }) { return }
         try runServerBinary("createdb", ["-h", "127.0.0.1", "-p", "\(port)", "-U", "postgres", name])
     }
 
@@ -105,9 +105,13 @@ public struct LocalPostgres: Sendable {
         // A file, not a pipe: `pg_ctl start` leaves the server holding its output, and a pipe would never close.
         let outputPath = NSTemporaryDirectory() + "liverelay-pg-\(UUID().uuidString).out"
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        // In `/`: run as `postgres` from a folder that user cannot enter (a private project folder), psql and
+        // createdb say "could not change directory … Permission denied" before their answer, and `createDatabase`
+        // read that answer wrong and created the database again.
         let status = getuid() == 0
             ? try ChildProcess.run(
-                "/usr/sbin/runuser", ["-u", "postgres", "--", binary] + arguments, outputPath: outputPath)
+                "/usr/sbin/runuser", ["-u", "postgres", "--", binary] + arguments, workingDirectory: "/",
+                outputPath: outputPath)
             : try ChildProcess.run(binary, arguments, outputPath: outputPath)
         let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         guard status == 0 else {

@@ -36,8 +36,9 @@ def binary():
 
 
 class DevStack:
-    def __init__(self, state=None):
-        """Starts `liverelay dev` on a new state folder, or on `state` (a folder a stopped one left)."""
+    def __init__(self, state=None, cwd=None):
+        """Starts `liverelay dev` on a new state folder, or on `state` (a folder a stopped one left), in `cwd` (by
+        default the tests' own)."""
         self.state = state or tempfile.mkdtemp(prefix="liverelay-e2e-")
         os.chmod(self.state, 0o755)
         self.port = free_port()
@@ -46,7 +47,7 @@ class DevStack:
         for name in ("DATABASE_URL", "LIVERELAY_ADMIN_TOKEN", "APNS_KEY_ID", "FCM_SERVICE_ACCOUNT_FILE"):
             env.pop(name, None)
         self.lines = []
-        self.process = subprocess.Popen([self.binary, "dev", "--state-directory", self.state], env=env,
+        self.process = subprocess.Popen([self.binary, "dev", "--state-directory", self.state], env=env, cwd=cwd,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         threading.Thread(target=self._read, daemon=True).start()
         welcome = self.wait_for_line(r"UPDATE activity_registration", timeout=120)

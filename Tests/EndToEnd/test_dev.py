@@ -52,8 +52,11 @@ def test_a_postgresql_killed_under_dev_is_started_again_and_later_writes_are_del
 
 def test_a_second_run_on_the_same_folder_broadcasts_on_the_demo_channel_the_first_one_created():
     # The APNs simulator kept its channels in memory: the second run's simulator did not know the channel id the
-    # database held, and the printed channel UPDATE failed the channel for good (ChannelNotRegistered).
-    first = DevStack()
+    # database held, and the printed channel UPDATE failed the channel for good (ChannelNotRegistered). Both run in a
+    # folder the `postgres` user cannot enter, as a project under /root is: the second run used to stop there, its
+    # check for the database misreading psql's "could not change directory" warning.
+    home = tempfile.mkdtemp(prefix="liverelay-home-")
+    first = DevStack(cwd=home)
     try:
         deadline = time.time() + 30
         query = "SELECT apns_channel_id FROM broadcast_channel WHERE name = 'demo-match'"
@@ -63,7 +66,7 @@ def test_a_second_run_on_the_same_folder_broadcasts_on_the_demo_channel_the_firs
     finally:
         first.stop(keep_state=True)
     assert first.process.returncode == 0, "\n".join(first.lines[-20:])
-    second = DevStack(state=first.state)
+    second = DevStack(state=first.state, cwd=home)
     try:
         second.sql("UPDATE broadcast_channel SET content_state = '{\"home\": 1, \"away\": 0, \"minute\": 23}'"
                    " WHERE name = 'demo-match'")
@@ -74,6 +77,7 @@ def test_a_second_run_on_the_same_folder_broadcasts_on_the_demo_channel_the_firs
             ("active", channel_id)]
     finally:
         second.stop()
+        shutil.rmtree(home, ignore_errors=True)
     assert second.process.returncode == 0, "\n".join(second.lines[-20:])
 
 

@@ -25,4 +25,16 @@ struct ChildProcessTests {
         #expect(Set([0, 1, 2]).isSubset(of: listed), "\(listed)")
         #expect(!listed.contains(held), "the child holds our socket: \(listed)")
     }
+
+    @Test("a spawned program runs in the working directory it is given, else in ours")
+    func workingDirectory() throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("child-\(UUID()).txt").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let inRoot = try ChildProcess.spawn("/bin/pwd", [], workingDirectory: "/", outputPath: output)
+        #expect(ChildProcess.wait(inRoot) == 0)
+        #expect(try String(contentsOfFile: output, encoding: .utf8) == "/\n")
+        #expect(ChildProcess.wait(try ChildProcess.spawn("/bin/pwd", [], outputPath: output)) == 0)
+        let ours = FileManager.default.currentDirectoryPath
+        #expect(try String(contentsOfFile: output, encoding: .utf8) == ours + "\n")
+    }
 }
