@@ -12,7 +12,9 @@ struct APNsSimCommand: AsyncParsableCommand {
         abstract: "An APNs-compatible HTTP/2 + TLS server that records every accepted push.",
         discussion: """
             Production path: https://HOST:PORT/3/device/<token>; sandbox: https://HOST:PORT/sandbox/3/device/<token>.
-            Control: GET/DELETE /sim/pushes, GET/POST /sim/faults, GET /sim/stats.
+            Broadcast channels: /1/apps/<bundle>/channels and /4/broadcasts/apps/<bundle>, under the same prefixes.
+            Control: GET/DELETE /sim/pushes, GET /sim/channels, GET/DELETE /sim/broadcasts, GET/POST /sim/faults, \
+            GET /sim/stats.
             """)
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"

@@ -9,8 +9,9 @@ struct FCMSimCommand: AsyncParsableCommand {
         commandName: "fcm-sim",
         abstract: "An FCM HTTP v1-compatible HTTP/2 + TLS server with its own OAuth token endpoint.",
         discussion: """
-            Writes its CA (FCM_CA_FILE) and a service-account JSON whose token_uri points at itself
-            (FCM_SERVICE_ACCOUNT_FILE). Send: POST https://HOST:PORT/v1/projects/<project>/messages:send.
+            Writes its CA (FCM_CA_FILE) and a service-account JSON whose token_uri points at itself \
+            (FCM_SERVICE_ACCOUNT_FILE).
+            Send: POST https://HOST:PORT/v1/projects/<project>/messages:send.
             Control: GET/DELETE /sim/messages, GET/POST /sim/faults, GET /sim/stats.
             """)
 
