@@ -15,16 +15,14 @@ public enum ChildProcess {
     /// Starts a program and returns its process id.
     /// - Parameters:
     ///   - environment: the child's environment; nil keeps ours.
-    ///   - workingDirectory: the child's working directory; nil keeps ours.
+    ///   - workingDirectory: the child's working directory; nil keeps ours, as does a glibc older than 2.29.
     public static func spawn(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                              workingDirectory: String? = nil, outputPath: String) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if let workingDirectory {
-            guard let addChangeDirectory, addChangeDirectory(&actions, workingDirectory) == 0 else {
-                throw SpawnFailure(description: "cannot run \(executable) in \(workingDirectory)")
-            }
+        if let workingDirectory, let addChangeDirectory, addChangeDirectory(&actions, workingDirectory) != 0 {
+            throw SpawnFailure(description: "cannot run \(executable) in \(workingDirectory)")
         }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
