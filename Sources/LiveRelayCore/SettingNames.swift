@@ -2,18 +2,8 @@
 /// looks like a setting but is none. A misspelt name would otherwise be ignored without a word, and its default used:
 /// `LIVERELAY_PRIORITY_10_PER_HOUR=600` would leave the budget at 120.
 public enum SettingNames {
-    /// Every variable the relay reads.
-    public static let known: Set<String> = [
-        "DATABASE_URL", "PORT", "HOST", "LOG_LEVEL",
-        "APNS_TEAM_ID", "APNS_KEY_ID", "APNS_PRIVATE_KEY", "APNS_PRIVATE_KEY_FILE", "APNS_DEFAULT_BUNDLE_ID",
-        "APNS_PRODUCTION_URL", "APNS_SANDBOX_URL", "APNS_CHANNELS_PRODUCTION_URL", "APNS_CHANNELS_SANDBOX_URL",
-        "APNS_BROADCAST_PRODUCTION_URL", "APNS_BROADCAST_SANDBOX_URL", "APNS_CA_FILE",
-        "FCM_SERVICE_ACCOUNT", "FCM_SERVICE_ACCOUNT_FILE", "FCM_PROJECT_ID", "FCM_URL", "FCM_CA_FILE",
-        "LIVERELAY_ADMIN_TOKEN", "LIVERELAY_TOKEN_SECRET", "LIVERELAY_WORKERS", "LIVERELAY_BATCH_SIZE",
-        "LIVERELAY_POLL_INTERVAL_MS", "LIVERELAY_RETRY_MAX_DELAY_MS", "LIVERELAY_RETRY_MAX_ATTEMPTS",
-        "LIVERELAY_PRIORITY10_PER_HOUR", "LIVERELAY_ACTIVITY_MAX_AGE", "LIVERELAY_WEBHOOK_ALLOW_PRIVATE",
-        "LIVERELAY_FOREGROUND_PUSH", "LIVERELAY_WIDGET_MIN_INTERVAL", "LIVERELAY_SQL_DIR",
-    ]
+    /// Every variable the relay reads: the names of `lines`, where each has its line of `serve --help`.
+    public static let known: Set<String> = Set(lines.flatMap(\.names))
     /// Read by the project's own scripts and tests, not by the relay, and so often in its environment.
     static let tooling: Set<String> = ["LIVERELAY_BINARY"]
     /// Prefixes of LiveRelay's own names: other variables (PATH, PG*, …) are none of its business.
