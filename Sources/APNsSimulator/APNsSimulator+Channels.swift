@@ -115,18 +115,8 @@ extension APNsSimulator {
             state.withLock { $0.responses[String(response.status.code), default: 0] += 1 }
             return response
         } catch let rejection as Rejection {
-            state.withLock { $0.responses[String(rejection.status), default: 0] += 1 }
-            if printPushes {
-                let line = "apns-sim: \(rejection.status) \(rejection.reason) \(request.method) \(request.uri.path) "
-                    + "(\(rejection.detail))\n"
-                FileHandle.standardOutput.write(Data(line.utf8))
-            }
-            var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
-            if let requestID { headers[HTTPField.Name("apns-request-id")!] = requestID }
-            if let retryAfter = rejection.retryAfter { headers[HTTPField.Name("retry-after")!] = String(retryAfter) }
-            let body = JSONValue.object(["reason": .string(rejection.reason)]).compactBytes
-            return Response(status: .init(code: rejection.status), headers: headers,
-                            body: .init(byteBuffer: ByteBuffer(bytes: body)))
+            return answer(rejection, subject: "\(request.method) \(request.uri.path)",
+                          echoing: requestID.map { (HTTPField.Name("apns-request-id")!, $0) })
         } catch {
             state.withLock { $0.responses["413", default: 0] += 1 }
             return Response(status: .init(code: 413), headers: [.contentType: "application/json"],

@@ -13,6 +13,24 @@ extension APNsSimulator {
         var retryAfter: Int? = nil
     }
 
+    /// Apple's answer to a refused request: counted, printed (`subject` names the request without a device token),
+    /// and JSON `{"reason": …}` (with `timestamp` for a 410), echoing the request's id header when it had one.
+    func answer(_ rejection: Rejection, subject: String, echoing id: (name: HTTPField.Name, value: String)? = nil)
+        -> Response {
+        state.withLock { $0.responses[String(rejection.status), default: 0] += 1 }
+        if printPushes {
+            let line = "apns-sim: \(rejection.status) \(rejection.reason) \(subject) (\(rejection.detail))\n"
+            FileHandle.standardOutput.write(Data(line.utf8))
+        }
+        var members: [String: JSONValue] = ["reason": .string(rejection.reason)]
+        if rejection.status == 410 { members["timestamp"] = .integer(Int64(Date().timeIntervalSince1970 * 1000)) }
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        if let id { headers[id.name] = id.value }
+        if let retryAfter = rejection.retryAfter { headers[HTTPField.Name("retry-after")!] = String(retryAfter) }
+        return Response(status: .init(code: rejection.status), headers: headers,
+                        body: .init(byteBuffer: ByteBuffer(bytes: JSONValue.object(members).compactBytes)))
+    }
+
     func handlePush(_ request: Request, context: SimulatorContext, environment: String) async -> Response {
         let faults = state.withLock { $0.faults }
         if faults.delayMilliseconds > 0 { try? await Task.sleep(for: .milliseconds(faults.delayMilliseconds)) }
@@ -48,19 +66,8 @@ extension APNsSimulator {
             }
             return Response(status: .ok, headers: [HTTPField.Name("apns-id")!: apnsID])
         } catch let rejection as Rejection {
-            state.withLock { $0.responses[String(rejection.status), default: 0] += 1 }
-            if printPushes {
-                let line =
-                    "apns-sim: \(rejection.status) \(rejection.reason) \(redactedToken(token)) (\(rejection.detail))\n"
-                FileHandle.standardOutput.write(Data(line.utf8))
-            }
-            var members: [String: JSONValue] = ["reason": .string(rejection.reason)]
-            if rejection.status == 410 { members["timestamp"] = .integer(Int64(Date().timeIntervalSince1970 * 1000)) }
-            var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
-            if let apnsID = request.headers[HTTPField.Name("apns-id")!] { headers[HTTPField.Name("apns-id")!] = apnsID }
-            if let retryAfter = rejection.retryAfter { headers[HTTPField.Name("retry-after")!] = String(retryAfter) }
-            return Response(status: .init(code: rejection.status), headers: headers,
-                            body: .init(byteBuffer: ByteBuffer(bytes: JSONValue.object(members).compactBytes)))
+            let name = HTTPField.Name("apns-id")!
+            return answer(rejection, subject: redactedToken(token), echoing: request.headers[name].map { (name, $0) })
         } catch {
             state.withLock { $0.responses["413", default: 0] += 1 }
             return Response(status: .init(code: 413), headers: [.contentType: "application/json"],
