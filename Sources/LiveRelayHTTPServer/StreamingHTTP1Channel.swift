@@ -67,9 +67,7 @@ struct StreamingHTTP1Channel: ServerChildChannel, HTTPChannelHandler {
         try pipeline.addHandler(ConnectionTagHandler())
         // A request must arrive whole within the idle timeout (a stream's GET is answered before this is added, and
         // its head was bounded by `FirstRequestHandler`'s timer).
-        try pipeline.addHandler(RequestDeadlineHandler(deadline: configuration.idleTimeout.map {
-            .nanoseconds($0.nanoseconds)
-        } ?? .seconds(60)))
+        try pipeline.addHandler(RequestDeadlineHandler(deadline: configuration.idleTimeout ?? .seconds(60)))
         try pipeline.addHandlers(configuration.additionalChannelHandlers())
         try pipeline.addHandler(HTTPConnectionStateHandler(
             idleTimeout: configuration.idleTimeout.map { .nanoseconds($0.nanoseconds) }, logger: logger))

@@ -126,10 +126,10 @@ public struct Migrator: Sendable {
                 }
                 report.applied.append(script.name)
             }
-            for script in repeatable {
+            // A newer release's functions stay (reached only without `force`, which refused above).
+            let keepsNewerFunctions = !report.newer.isEmpty || report.newerRevision != nil
+            for script in repeatable where !keepsNewerFunctions {
                 let version = "sql/" + script.name
-                // A newer release's functions stay (reached only without `force`, which refused above).
-                guard report.newer.isEmpty, report.newerRevision == nil else { continue }
                 if !force, applied[version] == script.checksum {
                     report.unchanged.append(script.name)
                     continue
@@ -142,7 +142,7 @@ public struct Migrator: Sendable {
                 }
                 report.reapplied.append(script.name)
             }
-            if let ours = revision?.number, report.newer.isEmpty, report.newerRevision == nil, ours != recorded {
+            if let ours = revision?.number, !keepsNewerFunctions, ours != recorded {
                 try await connection.query("""
                     INSERT INTO schema_migrations (version, checksum) VALUES (\(SQLRevision.version), \(String(ours)))
                     ON CONFLICT (version) DO UPDATE SET checksum = excluded.checksum, applied_at = now()
