@@ -246,6 +246,20 @@ private struct JSONTextParser {
     }
 
     private func failure(_ what: String) -> DecodingError {
-        .dataCorrupted(.init(codingPath: [], debugDescription: "not JSON: \(what) at byte \(index)"))
+        .dataCorrupted(.init(codingPath: [], debugDescription: DecodingError.notJSON + "\(what) at byte \(index)"))
+    }
+}
+
+extension DecodingError {
+    /// How `JSONValue(parsing:)` begins the description of text that is not JSON.
+    static let notJSON = "not JSON: "
+
+    /// Where the text stopped being JSON, as `JSONValue(parsing:)` found it ("expected ',' or '}' at byte 14"), for
+    /// an answer to say; nil for another error.
+    public var jsonSyntaxProblem: String? {
+        guard case .dataCorrupted(let context) = self, context.debugDescription.hasPrefix(Self.notJSON) else {
+            return nil
+        }
+        return String(context.debugDescription.dropFirst(Self.notJSON.count))
     }
 }

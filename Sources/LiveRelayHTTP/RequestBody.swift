@@ -171,11 +171,8 @@ struct BodyFields {
         do {
             _ = try JSONValue(parsing: String(buffer: body))
             return nil
-        } catch DecodingError.dataCorrupted(let context) {
-            return context.debugDescription.hasPrefix("not JSON: ")
-                ? String(context.debugDescription.dropFirst(10)) : context.debugDescription
         } catch {
-            return nil
+            return (error as? DecodingError)?.jsonSyntaxProblem
         }
     }
 

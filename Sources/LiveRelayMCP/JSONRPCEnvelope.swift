@@ -11,14 +11,13 @@ enum JSONRPCEnvelope {
         guard let text = String(data: body, encoding: .utf8) else {
             return (-32700, "Parse error: the body is not UTF-8 text")
         }
+        guard !text.isEmpty else { return (-32700, "Parse error: the body is not JSON (it is empty)") }
         let message: JSONValue
         do {
             message = try JSONValue(parsing: text)
-        } catch DecodingError.dataCorrupted(let context) where !text.isEmpty {
-            // "not JSON: expected ',' or '}' at byte 14"
-            return (-32700, "Parse error: the body is \(context.debugDescription)")
         } catch {
-            return (-32700, "Parse error: the body is not JSON" + (text.isEmpty ? " (it is empty)" : ""))
+            let problem = (error as? DecodingError)?.jsonSyntaxProblem.map { ": " + $0 } ?? ""
+            return (-32700, "Parse error: the body is not JSON" + problem)
         }
         guard let members = message.objectValue else {
             return (-32600, "Invalid Request: a message is one JSON object")
