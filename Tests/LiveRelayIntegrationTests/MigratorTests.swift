@@ -19,6 +19,14 @@ struct MigratorTests {
         return Migrator(migrations: current.migrations, repeatable: changed, revision: older)
     }
 
+    /// One run of `migrator` on the harness's database, as `serve` runs it (`force`: as `liverelay migrate` does).
+    static func run(_ migrator: Migrator, on h: Harness, force: Bool = false, rollBack: Bool = false) async throws
+        -> Migrator.Report {
+        try await DatabaseConnector(url: h.databaseURL).withConnection(logger: h.logger) { connection in
+            try await migrator.run(on: connection, logger: h.logger, force: force, rollBack: rollBack)
+        }
+    }
+
     @Test("sql/REVISION's digest is that of the sql/ files, so a change to sql/ cannot land without a new revision")
     func revisionFollowsTheFiles() throws {
         let migrator = try Migrator(directory: Harness.projectRoot)
@@ -54,26 +62,19 @@ struct MigratorTests {
             try await h.sql("INSERT INTO schema_migrations (version, checksum) VALUES (\(Self.future), 'x')")
             let before = try await h.rows(checksums, as: String.self)
             let older = try Self.olderRelease(behind: 0)
-            let connector = try DatabaseConnector(url: h.databaseURL)
-            let report = try await connector.withConnection(logger: h.logger) { connection in
-                try await older.run(on: connection, logger: h.logger)
-            }
+            let report = try await Self.run(older, on: h)
             #expect(report.newer == [Self.future])
             #expect(report.reapplied.isEmpty && report.applied.isEmpty)
             #expect(try await h.rows(checksums, as: String.self) == before, "a newer release's sql/ was replaced")
             await #expect {
-                try await connector.withConnection(logger: h.logger) { connection in
-                    try await older.run(on: connection, logger: h.logger, force: true)
-                }
+                try await Self.run(older, on: h, force: true)
             } throws: { error in
                 "\(error)".contains("migrated by a newer release of LiveRelay (it holds "
                     + "migrations/\(Self.future), which this one does not have)")
             }
             // The same database without the newer migration: the changed files are applied, as a release's own are.
             try await h.sql("DELETE FROM schema_migrations WHERE version = \(Self.future)")
-            let own = try await connector.withConnection(logger: h.logger) { connection in
-                try await older.run(on: connection, logger: h.logger)
-            }
+            let own = try await Self.run(older, on: h)
             #expect(own.newer.isEmpty && own.reapplied.count == older.repeatable.count)
         }
     }
@@ -111,30 +112,21 @@ extension MigratorTests {
             #expect(try await h.rows(recorded, as: String.self) == ["\(current.number)"])
             let before = try await h.rows(checksums, as: String.self)
             let older = try Self.olderRelease()
-            let connector = try DatabaseConnector(url: h.databaseURL)
-            let report = try await connector.withConnection(logger: h.logger) { connection in
-                try await older.run(on: connection, logger: h.logger)
-            }
+            let report = try await Self.run(older, on: h)
             #expect(report.newerRevision == current.number && report.reapplied.isEmpty)
             #expect(try await h.rows(checksums, as: String.self) == before, "a newer revision's sql/ was replaced")
             await #expect {
-                try await connector.withConnection(logger: h.logger) { connection in
-                    try await older.run(on: connection, logger: h.logger, force: true)
-                }
+                try await Self.run(older, on: h, force: true)
             } throws: { error in
                 "\(error)".contains("written by a newer release of LiveRelay (sql/ revision \(current.number); this "
                     + "one has \(current.number - 1))") && "\(error)".contains("--roll-back-functions")
             }
-            let rolledBack = try await connector.withConnection(logger: h.logger) { connection in
-                try await older.run(on: connection, logger: h.logger, force: true, rollBack: true)
-            }
+            let rolledBack = try await Self.run(older, on: h, force: true, rollBack: true)
             #expect(rolledBack.reapplied.count == older.repeatable.count && rolledBack.newerRevision == nil)
             #expect(try await h.rows(recorded, as: String.self) == ["\(current.number - 1)"])
             // The newer release starting again puts its own back.
             let newer = try Migrator(directory: Harness.projectRoot)
-            let again = try await connector.withConnection(logger: h.logger) { connection in
-                try await newer.run(on: connection, logger: h.logger)
-            }
+            let again = try await Self.run(newer, on: h)
             #expect(again.reapplied.count == newer.repeatable.count)
             #expect(try await h.rows(checksums, as: String.self) == before)
         }
