@@ -75,19 +75,8 @@ struct AdminRoutes: Sendable {
     static func deliveryFilter(_ parameters: Parameters) throws -> DeliveryFilter {
         var filter = DeliveryFilter()
         filter.sessionID = try parameters.text("session_id").flatMap { $0.isEmpty ? nil : $0 }
-        if let text = parameters.get("status") {
-            guard let status = DeliveryStatus(rawValue: text) else {
-                throw APIError.badRequest("status must be sent, failed, coalesced, retrying or skipped")
-            }
-            filter.status = status
-        }
-        if let text = parameters.get("transport") {
-            guard let transport = LoggedTransport(rawValue: text) else {
-                let allowed = LoggedTransport.allCases.map(\.rawValue).joined(separator: ", ")
-                throw APIError.badRequest("transport must be one of \(allowed)")
-            }
-            filter.transport = transport
-        }
+        filter.status = try parameters.choice("status", as: DeliveryStatus.self)
+        filter.transport = try parameters.choice("transport", as: LoggedTransport.self)
         filter.limit = try parameters.wholeNumber("limit", default: filter.limit, range: 1...500)
         return filter
     }

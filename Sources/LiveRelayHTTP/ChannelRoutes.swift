@@ -13,14 +13,7 @@ struct ChannelRoutes: Sendable {
     func register(admin: RouterGroup<BasicRequestContext>) {
         admin.get("v1/channels") { request, _ in
             let parameters = request.uri.queryParameters
-            var status: ChannelStatus?
-            if let text = parameters.get("status"), !text.isEmpty {
-                guard let value = ChannelStatus(rawValue: text) else {
-                    let allowed = ChannelStatus.allCases.map(\.rawValue).joined(separator: ", ")
-                    throw APIError.badRequest("status must be one of \(allowed)")
-                }
-                status = value
-            }
+            let status = try parameters.choice("status", as: ChannelStatus.self)
             let limit = try parameters.wholeNumber("limit", default: 100, range: 1...1000)
             return try encodedResponse(.ok, try await store.channels(status: status, limit: limit))
         }

@@ -57,22 +57,14 @@ struct LiveActivityRoutes: Sendable {
 
     /// `?status=&platform=&externalId=&userId=&deviceUUID=&limit=&offset=`
     static func filter(_ parameters: Parameters) throws -> LiveActivityFilter {
-        func choice<Choice: RawRepresentable & CaseIterable>(_ name: String, _ type: Choice.Type) throws -> Choice?
-            where Choice.RawValue == String {
-            guard let text = parameters.get(name), !text.isEmpty else { return nil }
-            guard let value = Choice(rawValue: text) else {
-                let allowed = Choice.allCases.map(\.rawValue).joined(separator: " or ")
-                throw APIError.badRequest("\(name) must be \(allowed)")
-            }
-            return value
-        }
         var device: UUID?
         if let text = parameters.get("deviceUUID") {
             guard let uuid = UUID(uuidString: text) else { throw APIError.badRequest("deviceUUID must be a UUID") }
             device = uuid
         }
         return LiveActivityFilter(
-            status: try choice("status", ActivityStatus.self), platform: try choice("platform", Platform.self),
+            status: try parameters.choice("status", as: ActivityStatus.self),
+            platform: try parameters.choice("platform", as: Platform.self),
             externalID: try parameters.text("externalId"), userID: try parameters.text("userId"), deviceUUID: device,
             limit: try parameters.wholeNumber("limit", default: 100, range: 1...1000),
             offset: try parameters.wholeNumber("offset", default: 0, range: 0...Int(Int32.max)))

@@ -118,7 +118,7 @@ struct EventBody: Decodable {
         secret = try fields.string("secret")
         let name = try fields.string("eventType", maxLength: 32)
         guard let kind = Kind(rawValue: name) else {
-            throw APIError.badRequest("eventType must be one of complete, permission, error, progress, start")
+            throw APIError.badRequest(Kind.refusal(of: name, named: "eventType"))
         }
         self.kind = kind
         sessionID = try fields.string("sessionID", maxLength: 255)

@@ -123,12 +123,13 @@ struct BodyFields {
     func optionalChoice<Choice: RawRepresentable & CaseIterable>(
         _ name: String, as type: Choice.Type, emptyIsMissing: Bool = true
     ) throws -> Choice? where Choice.RawValue == String {
-        func refusal() -> APIError {
-            .badRequest("\(name) must be \(Choice.allCases.map(\.rawValue).joined(separator: " or "))")
+        if !emptyIsMissing, try value(name) == .string("") {
+            throw APIError.badRequest(Choice.refusal(of: "", named: name))
         }
-        if !emptyIsMissing, try value(name) == .string("") { throw refusal() }
         guard let text = try optionalString(name, maxLength: 64) else { return nil }
-        guard let choice = Choice(rawValue: text) else { throw refusal() }
+        guard let choice = Choice(rawValue: text) else {
+            throw APIError.badRequest(Choice.refusal(of: text, named: name))
+        }
         return choice
     }
 

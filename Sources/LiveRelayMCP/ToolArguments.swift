@@ -69,8 +69,7 @@ struct ToolArguments {
         where Choice.RawValue == String {
         guard let text = try string(name), !text.isEmpty else { return nil }
         guard let choice = Choice(rawValue: text) else {
-            throw StoreError.invalidArgument(
-                "\(name) must be one of \(Choice.allCases.map(\.rawValue).joined(separator: ", "))")
+            throw StoreError.invalidArgument(Choice.refusal(of: text, named: name))
         }
         return choice
     }

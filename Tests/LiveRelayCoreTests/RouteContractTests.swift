@@ -74,9 +74,11 @@ struct RouteContractTests {
         let cases: [(String, String, String)] = [
             ("/v1/device/register", #"{"deviceToken":"ab"}"#, "secret"),
             ("/v1/device/register", #"{"secret":"x","deviceToken":42}"#, "deviceToken"),
-            ("/v1/device/register", #"{"secret":"x","deviceToken":"ab","apnsEnv":"staging"}"#, "apnsEnv"),
+            ("/v1/device/register", #"{"secret":"x","deviceToken":"ab","apnsEnv":"staging"}"#,
+             #"apnsEnv must be sandbox or production, not "staging""#),
             ("/v1/activity/register", #"{"secret":"x","activityToken":"ab"}"#, "sessionID"),
-            ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"explode"}"#, "eventType"),
+            ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"explode"}"#,
+             #"eventType must be complete, permission, error, progress or start, not "explode""#),
             ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"progress","contentState":[1]}"#, "contentState"),
             ("/v1/event", "not json", "the body must be JSON (unexpected character at byte 0)"),
             ("/v1/event", #"{"secret":"x" "sessionID":"s"}"#, "the body must be JSON (expected ',' or '}' at byte 14)"),

@@ -74,8 +74,24 @@ struct DashboardAPITests {
                     let refused = try await api.request(.GET, path, headers: RelayHTTP.admin)
                     #expect(refused.status == 400 && refused.text.contains(sentence), "\(path): \(refused.text)")
                 }
-                let transport = try await api.request(.GET, "/v1/deliveries?transport=pigeon", headers: RelayHTTP.admin)
-                #expect(transport.status == 400 && transport.text.contains("fcm-topic"), "\(transport.text)")
+                // Every listing's choices are refused by one sentence: what is allowed, and what was sent.
+                let badChoices = [
+                    ("/v1/deliveries?transport=pigeon",
+                     #"transport must be apns, fcm, webhook, apns-broadcast or fcm-topic, not \"pigeon\""#),
+                    ("/v1/deliveries?status=lost",
+                     #"status must be sent, failed, coalesced, retrying or skipped, not \"lost\""#),
+                    ("/v1/live-activities?status=paused",
+                     #"status must be active, ended or invalidated, not \"paused\""#),
+                    ("/v1/live-activities?platform=web", #"platform must be ios or android, not \"web\""#),
+                    ("/v1/channels?status=open", #"status must be active, ended, deleted or failed, not \"open\""#)]
+                for (path, sentence) in badChoices {
+                    let refused = try await api.request(.GET, path, headers: RelayHTTP.admin)
+                    #expect(refused.status == 400 && refused.text.contains(sentence), "\(path): \(refused.text)")
+                }
+                // An empty choice is no filter, on every listing (as ?session_id= is).
+                for path in ["/v1/deliveries?status=", "/v1/live-activities?status=", "/v1/channels?status="] {
+                    #expect(try await api.request(.GET, path, headers: RelayHTTP.admin).status == 200, "\(path)")
+                }
                 #expect(try await h.rows("SELECT count(*)::int8 FROM delivery_log", as: Int64.self) == [1])
             }
         }

@@ -255,6 +255,10 @@ struct MCPToolTests {
                     ("end_live_activity", ["session_id": "nope"], "no live activity"),
                     ("end_live_activity", ["session_id": "s1", "dismissal_date": "soon"], "ISO 8601"),
                     ("list_devices", ["limit": 0], "limit"),
+                    ("list_live_activities", ["status": "paused"],
+                     #"status must be active, ended or invalidated, not "paused""#),
+                    ("recent_deliveries", ["status": "lost"],
+                     #"status must be sent, failed, coalesced, retrying or skipped, not "lost""#),
                     ("no_such_tool", [:], "There is no tool"),
                 ]
                 for (name, arguments, expected) in cases {
