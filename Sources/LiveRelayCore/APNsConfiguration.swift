@@ -31,35 +31,35 @@ public struct APNsConfiguration: Sendable {
         self.defaultBundleID = defaultBundleID
     }
 
-    static func fromEnvironment(_ reader: inout EnvironmentReader, fcmPossible: Bool = false) throws
-        -> APNsConfiguration {
-        let teamID = try reader.required("APNS_TEAM_ID", hint: """
-            your Apple developer team ID\(fcmPossible ? "; or configure only FCM with FCM_SERVICE_ACCOUNT_FILE" : "")
-            """)
-        let keyID = try reader.required("APNS_KEY_ID", hint: "the key ID of your APNs auth key (.p8)")
-        guard let (_, text) = try reader.inlineOrFile("APNS_PRIVATE_KEY") else {
-            throw ConfigurationError(name: "APNS_PRIVATE_KEY",
-                                     problem: "is not set (nor APNS_PRIVATE_KEY_FILE): give the .p8 key's PEM text")
+    /// The APNs settings; nil when one is refused (each refusal kept by `reader`, every setting read).
+    static func fromEnvironment(_ reader: inout EnvironmentReader, fcmPossible: Bool = false) -> APNsConfiguration? {
+        let refusedBefore = reader.problems.count
+        let orFCM = fcmPossible ? "; or configure only FCM with FCM_SERVICE_ACCOUNT_FILE" : ""
+        let teamID = reader.keep("") { reader throws(ConfigurationError) in
+            try reader.required("APNS_TEAM_ID", hint: "your Apple developer team ID\(orFCM)")
         }
-        let pem = text.replacingOccurrences(of: "\\n", with: "\n")
-        guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil else {
-            throw ConfigurationError(name: "APNS_PRIVATE_KEY", problem: "is not a PEM-encoded P-256 private key (.p8)")
+        let keyID = reader.keep("") { reader throws(ConfigurationError) in
+            try reader.required("APNS_KEY_ID", hint: "the key ID of your APNs auth key (.p8)")
         }
+        let pem = reader.keep("") { reader throws(ConfigurationError) in try reader.apnsKey() }
         var configuration = APNsConfiguration(
             teamID: teamID, keyID: keyID, privateKeyPEM: pem, defaultBundleID: reader.optional("APNS_DEFAULT_BUNDLE_ID")
         )
-        configuration.productionURL = try reader.httpsURL("APNS_PRODUCTION_URL", default: configuration.productionURL)
-        configuration.sandboxURL = try reader.httpsURL("APNS_SANDBOX_URL", default: configuration.sandboxURL)
-        configuration.channelsProductionURL = try reader.httpsURL(
-            "APNS_CHANNELS_PRODUCTION_URL", default: configuration.channelsProductionURL)
-        configuration.channelsSandboxURL = try reader.httpsURL(
-            "APNS_CHANNELS_SANDBOX_URL", default: configuration.channelsSandboxURL)
-        configuration.broadcastProductionURL = try reader.httpsURL(
-            "APNS_BROADCAST_PRODUCTION_URL", default: configuration.productionURL)
-        configuration.broadcastSandboxURL = try reader.httpsURL(
-            "APNS_BROADCAST_SANDBOX_URL", default: configuration.sandboxURL)
-        configuration.caFile = try reader.readableFile("APNS_CA_FILE")
-        return configuration
+        func url(_ name: String, _ defaultValue: String) -> String {
+            reader.keep(defaultValue) { reader throws(ConfigurationError) in
+                try reader.httpsURL(name, default: defaultValue)
+            }
+        }
+        configuration.productionURL = url("APNS_PRODUCTION_URL", configuration.productionURL)
+        configuration.sandboxURL = url("APNS_SANDBOX_URL", configuration.sandboxURL)
+        configuration.channelsProductionURL = url("APNS_CHANNELS_PRODUCTION_URL", configuration.channelsProductionURL)
+        configuration.channelsSandboxURL = url("APNS_CHANNELS_SANDBOX_URL", configuration.channelsSandboxURL)
+        configuration.broadcastProductionURL = url("APNS_BROADCAST_PRODUCTION_URL", configuration.productionURL)
+        configuration.broadcastSandboxURL = url("APNS_BROADCAST_SANDBOX_URL", configuration.sandboxURL)
+        configuration.caFile = reader.keep(nil) { reader throws(ConfigurationError) in
+            try reader.readableFile("APNS_CA_FILE")
+        }
+        return reader.problems.count == refusedBefore ? configuration : nil
     }
 
     /// The base URL of an environment.
@@ -75,5 +75,21 @@ public struct APNsConfiguration: Sendable {
     /// Where an environment's broadcasts go.
     public func broadcastURL(for environment: APNsEnvironment) -> String {
         (environment == .production ? broadcastProductionURL : broadcastSandboxURL) ?? baseURL(for: environment)
+    }
+}
+
+extension EnvironmentReader {
+    /// The `.p8` key of `APNS_PRIVATE_KEY` or `APNS_PRIVATE_KEY_FILE`, PEM text (`\n` written out is read as a line
+    /// break, as an env file gives it).
+    func apnsKey() throws(ConfigurationError) -> String {
+        guard let (_, text) = try inlineOrFile("APNS_PRIVATE_KEY") else {
+            throw ConfigurationError(name: "APNS_PRIVATE_KEY",
+                                     problem: "is not set (nor APNS_PRIVATE_KEY_FILE): give the .p8 key's PEM text")
+        }
+        let pem = text.replacingOccurrences(of: "\\n", with: "\n")
+        guard (try? P256.Signing.PrivateKey(pemRepresentation: pem)) != nil else {
+            throw ConfigurationError(name: "APNS_PRIVATE_KEY", problem: "is not a PEM-encoded P-256 private key (.p8)")
+        }
+        return pem
     }
 }

@@ -8,3 +8,16 @@ public struct ConfigurationError: Error, CustomStringConvertible, Equatable {
     }
     public var description: String { "liverelay: configuration error: \(name) \(problem)" }
 }
+
+/// Several settings that stop start-up, named together so that one restart can fix them all: a line saying how many,
+/// then one line for each, in the order the settings are read.
+public struct ConfigurationErrors: Error, CustomStringConvertible, Equatable {
+    public var errors: [ConfigurationError]
+    public init(_ errors: [ConfigurationError]) {
+        self.errors = errors
+    }
+    public var description: String {
+        (["liverelay: \(errors.count) configuration errors:"] + errors.map { "  \($0.name) \($0.problem)" })
+            .joined(separator: "\n")
+    }
+}

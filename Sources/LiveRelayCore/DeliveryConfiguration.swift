@@ -16,3 +16,48 @@ public struct DeliveryConfiguration: Sendable {
     public var widgetMinIntervalSeconds: Double = 60
     public init() {}
 }
+
+extension DeliveryConfiguration {
+    /// The delivery settings, each refusal kept by `reader`.
+    static func fromEnvironment(_ reader: inout EnvironmentReader) -> DeliveryConfiguration {
+        var delivery = DeliveryConfiguration()
+        delivery.workers = reader.keep(delivery.workers) { reader throws(ConfigurationError) in
+            try reader.integer("LIVERELAY_WORKERS", default: 2, range: 1...64)
+        }
+        delivery.batchSize = reader.keep(delivery.batchSize) { reader throws(ConfigurationError) in
+            try reader.integer("LIVERELAY_BATCH_SIZE", default: 500, range: 1...10_000)
+        }
+        delivery.pollIntervalMilliseconds = reader.keep(delivery.pollIntervalMilliseconds) {
+            reader throws(ConfigurationError) in
+            try reader.integer("LIVERELAY_POLL_INTERVAL_MS", default: 500, range: 10...60_000)
+        }
+        delivery.retry.maximumDelaySeconds = reader.keep(delivery.retry.maximumDelaySeconds) {
+            reader throws(ConfigurationError) in
+            Double(try reader.integer("LIVERELAY_RETRY_MAX_DELAY_MS", default: 60_000, range: 100...3_600_000)) / 1000
+        }
+        delivery.retry.maximumAttempts = reader.keep(delivery.retry.maximumAttempts) {
+            reader throws(ConfigurationError) in
+            try reader.integer("LIVERELAY_RETRY_MAX_ATTEMPTS", default: 12, range: 1...100)
+        }
+        delivery.priority10PerHour = reader.keep(delivery.priority10PerHour) { reader throws(ConfigurationError) in
+            try reader.integer("LIVERELAY_PRIORITY10_PER_HOUR", default: UpdateBudget.defaultPerHour, range: 0...3600)
+        }
+        delivery.activityMaxAgeSeconds = reader.keep(delivery.activityMaxAgeSeconds) {
+            reader throws(ConfigurationError) in
+            try reader.duration("LIVERELAY_ACTIVITY_MAX_AGE", default: 8 * 3600, range: 1...(7 * 86_400))
+        }
+        delivery.allowPrivateWebhooks = reader.keep(false) { reader throws(ConfigurationError) in
+            try reader.boolean("LIVERELAY_WEBHOOK_ALLOW_PRIVATE")
+        }
+        let policy = reader.keep(ForegroundPolicy.downgrade.rawValue) { reader throws(ConfigurationError) in
+            try reader.choice("LIVERELAY_FOREGROUND_PUSH", default: ForegroundPolicy.downgrade.rawValue,
+                              among: ForegroundPolicy.allCases.map(\.rawValue))
+        }
+        delivery.foregroundPolicy = ForegroundPolicy(rawValue: policy) ?? .downgrade
+        delivery.widgetMinIntervalSeconds = reader.keep(delivery.widgetMinIntervalSeconds) {
+            reader throws(ConfigurationError) in
+            try reader.duration("LIVERELAY_WIDGET_MIN_INTERVAL", default: 60, range: 0...86_400)
+        }
+        return delivery
+    }
+}

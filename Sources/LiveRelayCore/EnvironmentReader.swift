@@ -5,10 +5,28 @@ import Foundation
 struct EnvironmentReader {
     private let environment: [String: String]
     private let files: any ConfigurationFiles
+    /// The refusals `keep` has collected, in the order the settings were read.
+    private(set) var problems: [ConfigurationError] = []
 
     init(_ environment: [String: String], files: any ConfigurationFiles) {
         self.environment = environment
         self.files = files
+    }
+
+    /// What `read` gives, or `fallback` when it refuses a setting. The refusal is kept rather than thrown, so that
+    /// start-up names every bad setting at once instead of one per restart.
+    mutating func keep<T>(_ fallback: T, _ read: (Self) throws(ConfigurationError) -> T) -> T {
+        do {
+            return try read(self)
+        } catch {
+            problems.append(error)
+            return fallback
+        }
+    }
+
+    /// Keeps a refusal found outside the reader (a value that depends on another's).
+    mutating func refuse(_ name: String, _ problem: String) {
+        problems.append(ConfigurationError(name: name, problem: problem))
     }
 
     func optional(_ name: String) -> String? {
@@ -18,13 +36,13 @@ struct EnvironmentReader {
         return value
     }
 
-    func required(_ name: String, hint: String) throws -> String {
+    func required(_ name: String, hint: String) throws(ConfigurationError) -> String {
         guard let value = optional(name) else { throw ConfigurationError(name: name, problem: "is required (\(hint))") }
         return value
     }
 
     /// `name` itself, or the contents of the file `name_FILE` names: the variable that gave it, and the text.
-    func inlineOrFile(_ name: String) throws -> (variable: String, text: String)? {
+    func inlineOrFile(_ name: String) throws(ConfigurationError) -> (variable: String, text: String)? {
         if let inline = optional(name) { return (name, inline) }
         guard let path = optional(name + "_FILE") else { return nil }
         guard let text = files.contents(of: path) else {
@@ -34,7 +52,7 @@ struct EnvironmentReader {
     }
 
     /// The path `name` gives, checked to be readable (extra trust roots), or nil when unset.
-    func readableFile(_ name: String) throws -> String? {
+    func readableFile(_ name: String) throws(ConfigurationError) -> String? {
         guard let path = optional(name) else { return nil }
         guard files.isReadable(path) else {
             throw ConfigurationError(name: name, problem: "cannot be read (\(path))")
@@ -43,7 +61,7 @@ struct EnvironmentReader {
     }
 
     /// A credential or key given as text, nil when unset: refused, with `reason`, when shorter than 16 characters.
-    func secret(_ name: String, because reason: String) throws -> String? {
+    func secret(_ name: String, because reason: String) throws(ConfigurationError) -> String? {
         guard let value = optional(name) else { return nil }
         guard value.count >= 16 else {
             throw ConfigurationError(name: name, problem: "is shorter than 16 characters: \(reason)")
@@ -51,7 +69,8 @@ struct EnvironmentReader {
         return value
     }
 
-    func integer(_ name: String, default defaultValue: Int, range: ClosedRange<Int>) throws -> Int {
+    func integer(_ name: String, default defaultValue: Int, range: ClosedRange<Int>) throws(ConfigurationError)
+        -> Int {
         guard let text = optional(name) else { return defaultValue }
         guard let value = Int(text), range.contains(value) else {
             throw ConfigurationError(
@@ -62,7 +81,8 @@ struct EnvironmentReader {
     }
 
     /// A duration: a number with `s`, `m`, `h` or `d` (a bare number is seconds), e.g. `8h`, `90m`, `30s`.
-    func duration(_ name: String, default defaultValue: Double, range: ClosedRange<Double>) throws -> Double {
+    func duration(_ name: String, default defaultValue: Double, range: ClosedRange<Double>) throws(ConfigurationError)
+        -> Double {
         guard let text = optional(name) else { return defaultValue }
         let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
         let unit = text.last.flatMap { units[$0] }
@@ -78,7 +98,7 @@ struct EnvironmentReader {
     }
 
     /// `true` or `false` (also 1/0, yes/no); false when unset.
-    func boolean(_ name: String) throws -> Bool {
+    func boolean(_ name: String) throws(ConfigurationError) -> Bool {
         guard let text = optional(name)?.lowercased() else { return false }
         switch text {
         case "true", "1", "yes": return true
@@ -87,7 +107,7 @@ struct EnvironmentReader {
         }
     }
 
-    func httpsURL(_ name: String, default defaultValue: String) throws -> String {
+    func httpsURL(_ name: String, default defaultValue: String) throws(ConfigurationError) -> String {
         guard let text = optional(name) else { return defaultValue }
         guard let url = URLComponents(string: text), url.scheme == "https", let host = url.host, !host.isEmpty else {
             let service = name.hasPrefix("FCM") ? "FCM" : "APNs"
@@ -96,5 +116,26 @@ struct EnvironmentReader {
                 """)
         }
         return text.hasSuffix("/") ? String(text.dropLast()) : text
+    }
+
+    /// One of `choices` (without regard to case), `defaultValue` when unset.
+    func choice(_ name: String, default defaultValue: String, among choices: [String]) throws(ConfigurationError)
+        -> String {
+        let value = (optional(name) ?? defaultValue).lowercased()
+        guard choices.contains(value) else {
+            throw ConfigurationError(
+                name: name, problem: "must be one of \(choices.joined(separator: ", ")), got \"\(value)\"")
+        }
+        return value
+    }
+
+    /// A `postgres://` (or `postgresql://`) URL with a host.
+    func postgresURL(_ name: String) throws(ConfigurationError) -> String {
+        let text = try required(name, hint: "a postgres:// URL, e.g. postgres://user:pass@localhost:5432/liverelay")
+        guard let url = URLComponents(string: text), ["postgres", "postgresql"].contains(url.scheme ?? ""),
+              url.host != nil else {
+            throw ConfigurationError(name: name, problem: "is not a postgres:// URL with a host")
+        }
+        return text
     }
 }

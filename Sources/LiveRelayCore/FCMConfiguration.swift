@@ -5,8 +5,9 @@ import Foundation
 public struct FCMConfiguration: Sendable {
     public var projectID: String
     public var serviceAccount: FCMServiceAccount
+    public static let defaultURL = "https://fcm.googleapis.com"
     /// `FCM_URL`, without a trailing slash.
-    public var url: String = "https://fcm.googleapis.com"
+    public var url: String = defaultURL
     /// Extra PEM trust roots for FCM and its token endpoint (for a simulator).
     public var caFile: String?
     /// How long FCM may go without answering any request of a batch (as for APNs).
@@ -19,21 +20,29 @@ public struct FCMConfiguration: Sendable {
         self.serviceAccount = serviceAccount
     }
 
-    static func fromEnvironment(_ reader: inout EnvironmentReader) throws -> FCMConfiguration {
-        guard let (variable, text) = try reader.inlineOrFile("FCM_SERVICE_ACCOUNT") else {
-            throw ConfigurationError(name: "FCM_SERVICE_ACCOUNT_FILE", problem: """
-                is not set (nor FCM_SERVICE_ACCOUNT): give the path of the Firebase service-account JSON key
-                """)
+    /// The FCM settings; nil when one is refused (each refusal kept by `reader`, every setting read).
+    static func fromEnvironment(_ reader: inout EnvironmentReader) -> FCMConfiguration? {
+        let refusedBefore = reader.problems.count
+        let account: FCMServiceAccount? = reader.keep(nil) { reader throws(ConfigurationError) in
+            guard let (variable, text) = try reader.inlineOrFile("FCM_SERVICE_ACCOUNT") else {
+                throw ConfigurationError(name: "FCM_SERVICE_ACCOUNT_FILE", problem: """
+                    is not set (nor FCM_SERVICE_ACCOUNT): give the path of the Firebase service-account JSON key
+                    """)
+            }
+            return try FCMServiceAccount(json: text, variable: variable)
         }
-        let account = try FCMServiceAccount(json: text, variable: variable)
-        guard let projectID = reader.optional("FCM_PROJECT_ID") ?? account.projectID else {
-            throw ConfigurationError(name: "FCM_PROJECT_ID", problem: """
-                is required (the Firebase project ID; the service account names none)
-                """)
+        let projectID = reader.optional("FCM_PROJECT_ID") ?? account?.projectID
+        if projectID == nil, account != nil {
+            reader.refuse("FCM_PROJECT_ID", "is required (the Firebase project ID; the service account names none)")
         }
+        let url = reader.keep(FCMConfiguration.defaultURL) { reader throws(ConfigurationError) in
+            try reader.httpsURL("FCM_URL", default: FCMConfiguration.defaultURL)
+        }
+        let caFile = reader.keep(nil) { reader throws(ConfigurationError) in try reader.readableFile("FCM_CA_FILE") }
+        guard reader.problems.count == refusedBefore, let account, let projectID else { return nil }
         var configuration = FCMConfiguration(projectID: projectID, serviceAccount: account)
-        configuration.url = try reader.httpsURL("FCM_URL", default: configuration.url)
-        configuration.caFile = try reader.readableFile("FCM_CA_FILE")
+        configuration.url = url
+        configuration.caFile = caFile
         return configuration
     }
 }
@@ -49,11 +58,11 @@ public struct FCMServiceAccount: Sendable {
     public var projectID: String?
 
     /// Parses and checks a service-account JSON; the error names `variable` and the field, never the key.
-    public init(json text: String, variable: String) throws {
+    public init(json text: String, variable: String) throws(ConfigurationError) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {
             throw ConfigurationError(name: variable, problem: "is not a JSON object (a Google service-account key)")
         }
-        func field(_ name: String) throws -> String {
+        func field(_ name: String) throws(ConfigurationError) -> String {
             guard let value = object[name] as? String, !value.isEmpty else {
                 throw ConfigurationError(
                     name: variable, problem: "has no \"\(name)\" field (a Google service-account key)")

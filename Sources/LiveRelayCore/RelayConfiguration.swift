@@ -38,70 +38,50 @@ public struct RelayConfiguration: Sendable {
         (apns == nil ? [] : [.ios]) + (fcm == nil ? [] : [.android])
     }
 
-    /// Reads the configuration (`fromEnvironment` adds what it makes of names it does not read).
-    static func reading(_ environment: [String: String], files: any ConfigurationFiles) throws
-        -> RelayConfiguration {
+    /// Reads the configuration: every setting is read even after one is refused, and the refusals come back
+    /// together (`fromEnvironment` adds what it makes of names it does not read).
+    static func reading(_ environment: [String: String], files: any ConfigurationFiles)
+        -> (configuration: RelayConfiguration, problems: [ConfigurationError]) {
         var reader = EnvironmentReader(environment, files: files)
-        let databaseURL = try reader.required(
-            "DATABASE_URL", hint: "a postgres:// URL, e.g. postgres://user:pass@localhost:5432/liverelay")
-        guard let url = URLComponents(string: databaseURL), ["postgres", "postgresql"].contains(url.scheme ?? ""),
-              url.host != nil else {
-            throw ConfigurationError(name: "DATABASE_URL", problem: "is not a postgres:// URL with a host")
+        let databaseURL = reader.keep("") { reader throws(ConfigurationError) in
+            try reader.postgresURL("DATABASE_URL")
         }
         // A push service is configured when any of its settings is given (then all it needs must be).
         let apnsGiven = ["APNS_TEAM_ID", "APNS_KEY_ID", "APNS_PRIVATE_KEY", "APNS_PRIVATE_KEY_FILE"]
             .contains { reader.optional($0) != nil }
         let fcmGiven = ["FCM_PROJECT_ID", "FCM_SERVICE_ACCOUNT", "FCM_SERVICE_ACCOUNT_FILE"]
             .contains { reader.optional($0) != nil }
-        let fcm = fcmGiven ? try FCMConfiguration.fromEnvironment(&reader) : nil
-        let apns = apnsGiven || fcm == nil ? try APNsConfiguration.fromEnvironment(&reader, fcmPossible: true) : nil
+        let fcm = fcmGiven ? FCMConfiguration.fromEnvironment(&reader) : nil
+        let apns = apnsGiven || !fcmGiven ? APNsConfiguration.fromEnvironment(&reader, fcmPossible: true) : nil
         var configuration = RelayConfiguration(databaseURL: databaseURL, apns: apns, fcm: fcm)
         let apnsOnly = ["APNS_PRODUCTION_URL", "APNS_SANDBOX_URL", "APNS_CHANNELS_PRODUCTION_URL",
                         "APNS_CHANNELS_SANDBOX_URL", "APNS_BROADCAST_PRODUCTION_URL", "APNS_BROADCAST_SANDBOX_URL",
                         "APNS_CA_FILE"]
-        configuration.ignoredSettings = ((apns == nil ? apnsOnly : []) + (fcm == nil ? ["FCM_URL", "FCM_CA_FILE"] : []))
-            .filter { reader.optional($0) != nil }
+        configuration.ignoredSettings = ((apnsGiven || !fcmGiven ? [] : apnsOnly)
+            + (fcmGiven ? [] : ["FCM_URL", "FCM_CA_FILE"])).filter { reader.optional($0) != nil }
         configuration.defaultBundleID = reader.optional("APNS_DEFAULT_BUNDLE_ID")
         configuration.host = reader.optional("HOST") ?? defaultHost
-        configuration.port = try reader.integer("PORT", default: defaultPort, range: 0...65535)
-        configuration.adminToken = try reader.secret("LIVERELAY_ADMIN_TOKEN", because: """
-            it is the only credential of the admin routes, the dashboard and MCP, so it must not be guessable; \
-            make one with `openssl rand -hex 24`
-            """)
+        configuration.port = reader.keep(defaultPort) { reader throws(ConfigurationError) in
+            try reader.integer("PORT", default: defaultPort, range: 0...65535)
+        }
+        configuration.adminToken = reader.keep(nil) { reader throws(ConfigurationError) in
+            try reader.secret("LIVERELAY_ADMIN_TOKEN", because: """
+                it is the only credential of the admin routes, the dashboard and MCP, so it must not be guessable; \
+                make one with `openssl rand -hex 24`
+                """)
+        }
         // One device token is enough to try guesses at its signing secret offline, as fast as the guesser can hash.
-        configuration.tokenSecret = try reader.secret("LIVERELAY_TOKEN_SECRET", because: """
-            it signs every device token, so it must not be guessable; leave it unset to have one generated and \
-            shared through the database, or make one with `openssl rand -hex 32`
-            """)
-        let levels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
-        let level = (reader.optional("LOG_LEVEL") ?? "info").lowercased()
-        guard levels.contains(level) else {
-            throw ConfigurationError(
-                name: "LOG_LEVEL", problem: "must be one of \(levels.joined(separator: ", ")), got \"\(level)\"")
+        configuration.tokenSecret = reader.keep(nil) { reader throws(ConfigurationError) in
+            try reader.secret("LIVERELAY_TOKEN_SECRET", because: """
+                it signs every device token, so it must not be guessable; leave it unset to have one generated and \
+                shared through the database, or make one with `openssl rand -hex 32`
+                """)
         }
-        configuration.logLevel = level
-        configuration.delivery.workers = try reader.integer("LIVERELAY_WORKERS", default: 2, range: 1...64)
-        configuration.delivery.batchSize = try reader.integer("LIVERELAY_BATCH_SIZE", default: 500, range: 1...10_000)
-        configuration.delivery.pollIntervalMilliseconds = try reader.integer(
-            "LIVERELAY_POLL_INTERVAL_MS", default: 500, range: 10...60_000)
-        configuration.delivery.retry.maximumDelaySeconds = Double(try reader.integer(
-            "LIVERELAY_RETRY_MAX_DELAY_MS", default: 60_000, range: 100...3_600_000)) / 1000
-        configuration.delivery.retry.maximumAttempts = try reader.integer(
-            "LIVERELAY_RETRY_MAX_ATTEMPTS", default: 12, range: 1...100)
-        configuration.delivery.priority10PerHour = try reader.integer(
-            "LIVERELAY_PRIORITY10_PER_HOUR", default: UpdateBudget.defaultPerHour, range: 0...3600)
-        configuration.delivery.activityMaxAgeSeconds = try reader.duration(
-            "LIVERELAY_ACTIVITY_MAX_AGE", default: 8 * 3600, range: 1...(7 * 86_400))
-        configuration.delivery.allowPrivateWebhooks = try reader.boolean("LIVERELAY_WEBHOOK_ALLOW_PRIVATE")
-        let policy = (reader.optional("LIVERELAY_FOREGROUND_PUSH") ?? ForegroundPolicy.downgrade.rawValue).lowercased()
-        guard let foreground = ForegroundPolicy(rawValue: policy) else {
-            let choices = ForegroundPolicy.allCases.map(\.rawValue).joined(separator: ", ")
-            throw ConfigurationError(
-                name: "LIVERELAY_FOREGROUND_PUSH", problem: "must be one of \(choices), got \"\(policy)\"")
+        configuration.logLevel = reader.keep("info") { reader throws(ConfigurationError) in
+            try reader.choice("LOG_LEVEL", default: "info",
+                              among: ["trace", "debug", "info", "notice", "warning", "error", "critical"])
         }
-        configuration.delivery.foregroundPolicy = foreground
-        configuration.delivery.widgetMinIntervalSeconds = try reader.duration(
-            "LIVERELAY_WIDGET_MIN_INTERVAL", default: 60, range: 0...86_400)
-        return configuration
+        configuration.delivery = DeliveryConfiguration.fromEnvironment(&reader)
+        return (configuration, reader.problems)
     }
 }

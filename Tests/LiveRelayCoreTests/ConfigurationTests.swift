@@ -115,6 +115,43 @@ struct ConfigurationTests {
         }
     }
 
+    @Test("several bad settings are named together, one line each in reading order, so one restart fixes them all")
+    func everyProblemAtOnce() {
+        var environment = valid
+        environment["DATABASE_URL"] = nil
+        environment["APNS_KEY_ID"] = nil
+        environment["PORT"] = "eighty"
+        environment["LIVERELAY_WORKERS"] = "0"
+        environment["LIVERELAY_FOREGROUND_PUSH"] = "sometimes"
+        environment["APNS_KEYID"] = "KEY1234567"
+        #expect {
+            try RelayConfiguration.fromEnvironment(environment, files: TestFiles())
+        } throws: { error in
+            guard let errors = error as? ConfigurationErrors else { return false }
+            let lines = "\(errors)".split(separator: "\n").map(String.init)
+            #expect(lines.first == "liverelay: 5 configuration errors:")
+            #expect(errors.errors.map(\.name) == ["DATABASE_URL", "APNS_KEY_ID", "PORT", "LIVERELAY_WORKERS",
+                                                  "LIVERELAY_FOREGROUND_PUSH"])
+            // Each refusal keeps its whole sentence, misspelling hint included.
+            #expect(lines.count == 6 && lines.dropFirst().allSatisfy { $0.hasPrefix("  ") })
+            #expect(lines[2].contains("APNS_KEYID is set, which LiveRelay does not read: did you mean APNS_KEY_ID?"))
+            #expect(lines[5].contains(#"got "sometimes""#))
+            return true
+        }
+        // A broken FCM setup is not also read as a missing APNs one.
+        var fcmOnly = valid
+        for name in ["APNS_TEAM_ID", "APNS_KEY_ID", "APNS_PRIVATE_KEY"] { fcmOnly[name] = nil }
+        fcmOnly["FCM_PROJECT_ID"] = "demo"
+        fcmOnly["FCM_URL"] = "http://fcm.example"
+        #expect {
+            try RelayConfiguration.fromEnvironment(fcmOnly, files: TestFiles())
+        } throws: { error in
+            let names = (error as? ConfigurationErrors)?.errors.map(\.name)
+            #expect(names == ["FCM_SERVICE_ACCOUNT_FILE", "FCM_URL"], "\(error)")
+            return names != nil
+        }
+    }
+
     @Test("a duration out of range says its bounds in words", arguments: [
         ("LIVERELAY_WIDGET_MIN_INTERVAL", "2d", "between 0 s and 1 day; got \"2d\""),
         ("LIVERELAY_ACTIVITY_MAX_AGE", "8 hours", "between 1 s and 7 days; got \"8 hours\""),
