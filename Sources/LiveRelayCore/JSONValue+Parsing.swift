@@ -1,6 +1,6 @@
 extension JSONValue {
-    /// Parses JSON text (RFC 8259; a bare value at the top level is allowed); throws `DecodingError` when the text is
-    /// not JSON.
+    /// Parses JSON text (RFC 8259; a bare value at the top level is allowed; each key of an object once, as I-JSON,
+    /// RFC 7493, requires); throws `DecodingError` when the text is not JSON.
     ///
     /// Read byte by byte straight into the enum. The relay parses every claimed row's state with it (an activity's
     /// content, a channel's state), and Foundation's two ways cost: `JSONSerialization` builds Foundation objects that
@@ -63,7 +63,14 @@ private struct JSONTextParser {
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a key") }
+            let keyStart = index
             let key = try parseString()
+            // A key given twice is read as its first by some readers and as its last by others (PostgreSQL's jsonb,
+            // JavaScript, Python): refused, so that what the relay acts on is what every other reader sees.
+            guard members[key] == nil else {
+                index = keyStart
+                throw failure("the key \"\(key.excerpt)\" appears twice in one object")
+            }
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw failure("expected ':'") }
             index += 1

@@ -8,10 +8,16 @@ extension Request {
     /// `RequestLimits.maximumBodyBytes` is a 413.
     func decode<Body: Decodable>(as type: Body.Type) async throws -> Body {
         let buffer = try await body.collect(upTo: RequestLimits.maximumBodyBytes)
+        // The project's parser reads the body first: it says where a body stops being JSON (Foundation on Linux
+        // does not), and refuses a key given twice, of which Foundation would take the first and every other reader
+        // of the same text the last.
+        if let problem = BodyFields.syntaxProblem(in: buffer) {
+            throw APIError.badRequest("the body must be JSON (\(problem))")
+        }
         do {
             return try JSONDecoder().decode(Body.self, from: Data(buffer: buffer))
         } catch let error as DecodingError {
-            throw APIError.badRequest(BodyFields.sentence(for: error, body: buffer))
+            throw APIError.badRequest(BodyFields.sentence(for: error))
         }
     }
 }
@@ -147,7 +153,7 @@ struct BodyFields {
     }
 
     /// A decoding error as a sentence naming the field.
-    static func sentence(for error: DecodingError, body: ByteBuffer? = nil) -> String {
+    static func sentence(for error: DecodingError) -> String {
         func path(_ context: DecodingError.Context, _ last: (any CodingKey)? = nil) -> String {
             (context.codingPath + (last.map { [$0] } ?? [])).map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
                 .joined(separator: ".")
@@ -158,15 +164,15 @@ struct BodyFields {
         case .typeMismatch(let type, let context) where context.codingPath.isEmpty:
             return type == [Any].self ? "the body must be a JSON array" : "the body must be a JSON object"
         case .typeMismatch(let type, let context): return "\(path(context)) must be \(describe(type))"
-        case .dataCorrupted(let context) where context.codingPath.isEmpty:
-            return "the body must be JSON" + (body.flatMap(syntaxProblem).map { " (\($0))" } ?? "")
+        // (Text the project's parser read, that Foundation did not: bytes that are not UTF-8.)
+        case .dataCorrupted(let context) where context.codingPath.isEmpty: return "the body must be JSON"
         case .dataCorrupted(let context): return "\(path(context)): \(context.debugDescription)"
         @unknown default: return "the body could not be read"
         }
     }
 
     /// Where the body stops being JSON, as the project's parser says it ("expected ',' or '}' at byte 12"): Foundation
-    /// on Linux says only that the data was not valid JSON. Nil for a body the parser reads (text that is not UTF-8).
+    /// on Linux says only that the data was not valid JSON. Nil for a body the parser reads.
     static func syntaxProblem(in body: ByteBuffer) -> String? {
         guard body.readableBytes > 0 else { return "it is empty" }
         do {

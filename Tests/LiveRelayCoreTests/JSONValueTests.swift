@@ -25,6 +25,8 @@ struct JSONValueTests {
         "{not json", "", "  ", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{1:2}", "01", "1.", ".5", "-", "1e", "+1", "tru",
         "nul", "[1 2]", "\"abc", "\"a\tb\"", "\"\\x\"", "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"",
         "\"\\ud800\\u0041\"", "1e400", "[[]]]", "{} {}", String(repeating: "[", count: 600),
+        // A key twice in one object, also when spelt with an escape or nested.
+        #"{"a":1,"a":1}"#, #"{"a":1,"\u0061":2}"#, #"[{"k":{"x":1,"y":{},"x":2}}]"#,
     ])
     func rejectsGarbage(text: String) {
         #expect(throws: DecodingError.self) { try JSONValue(parsing: text) }

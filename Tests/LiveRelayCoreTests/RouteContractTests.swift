@@ -83,6 +83,11 @@ struct RouteContractTests {
             ("/v1/event", "not json", "the body must be JSON (unexpected character at byte 0)"),
             ("/v1/event", #"{"secret":"x" "sessionID":"s"}"#, "the body must be JSON (expected ',' or '}' at byte 14)"),
             ("/v1/event", "", "the body must be JSON (it is empty)"),
+            // A key given twice: Foundation would take the first, PostgreSQL and JavaScript the last.
+            ("/v1/device/register", #"{"secret":"x","deviceToken":"aa","deviceToken":"bb"}"#,
+             #"the body must be JSON (the key "deviceToken" appears twice in one object at byte 33)"#),
+            ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"progress","contentState":{"a":1,"a":2}}"#,
+             #"the key "a" appears twice in one object at byte 75)"#),
             ("/v1/event", String(repeating: "[", count: 600), "the body must be JSON (nested more than 512 deep"),
             ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"complete","title":""}"#, "title"),
             ("/v1/event", #"{"secret":"x","sessionID":"s","eventType":"error","body":""}"#, "body"),
@@ -268,7 +273,10 @@ struct RouteContractTests {
             }
             // A body that is not JSON is told where it stops being JSON.
             for (body, said) in [("{", "Parse error: the body is not JSON: expected a key at byte 1"),
-                                 ("", "Parse error: the body is not JSON (it is empty)")] {
+                                 ("", "Parse error: the body is not JSON (it is empty)"),
+                                 (#"{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}"#,
+                                  #"Parse error: the body is not JSON: the key "id" appears twice in one object "#
+                                    + "at byte 24")] {
                 let reply = try await client.execute(
                     uri: "/mcp", method: .post, headers: Self.headers(Self.admin + [accept, json]),
                     body: ByteBuffer(string: body))
