@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LiveRelayCore
 import Logging
 import NIOCore
 import NIOPosix
@@ -24,6 +25,7 @@ struct LiveRelayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "liverelay",
         abstract: "Turns any SQL write into realtime delivery to phones (APNs and FCM pushes, Server-Sent Events).",
+        version: LiveRelayVersion.current,
         subcommands: [DevCommand.self, ServeCommand.self, MigrateCommand.self, APNsSimCommand.self, FCMSimCommand.self,
                       HealthCommand.self, MCPCommand.self])
 }

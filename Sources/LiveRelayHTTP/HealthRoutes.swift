@@ -47,7 +47,9 @@ struct HealthRoutes: Sendable {
 
     func register(on router: Router<BasicRequestContext>) {
         router.get("health") { _, _ in
-            var members: [String: JSONValue] = ["ok": .bool(true), "service": .string("liverelay")]
+            var members: [String: JSONValue] = [
+                "ok": .bool(true), "service": .string("liverelay"), "version": .string(LiveRelayVersion.current),
+            ]
             if let counts = await health.counts() {
                 members["devices"] = .integer(counts.devices)
                 members["deliveries"] = .integer(counts.deliveries)

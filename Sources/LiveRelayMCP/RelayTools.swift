@@ -31,7 +31,7 @@ public struct RelayTools: Sendable {
     /// An MCP server with the tools registered (not started).
     public func makeServer() async -> Server {
         let server = Server(
-            name: "liverelay", version: "1.0.0", title: "LiveRelay",
+            name: "liverelay", version: LiveRelayVersion.current, title: "LiveRelay",
             instructions: "Realtime Live Activity messages and updates for iOS and Android devices.",
             capabilities: .init(tools: .init(listChanged: false)))
         await server.withMethodHandler(ListTools.self) { _ in ListTools.Result(tools: Self.definitions) }

@@ -196,7 +196,9 @@ public struct RelayServer: Sendable {
             address: .hostname(host, port: configuration.port), serverName: "liverelay", logger: logger
         ) { channel in
             let port = channel.localAddress?.port ?? 0
-            logger.notice("liverelay listening", metadata: ["address": "http://\(host):\(port)"])
+            logger.notice("liverelay listening", metadata: [
+                "address": "http://\(host):\(port)", "version": "\(LiveRelayVersion.current)",
+            ])
             await onReady?(port)
         }
         var services: [any Service] = [pool, listener, hub, sweeper, vacuum]

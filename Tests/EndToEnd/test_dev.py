@@ -1,6 +1,7 @@
 """`liverelay dev` ended as a user ends it: Ctrl-C stops the relay, both simulators and the PostgreSQL cluster, and
 nothing in its output says something went wrong. Started a second time, it says why it cannot run and leaves the
 first one (and the machine) as they were."""
+import json
 import os
 import re
 import shutil
@@ -9,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from devstack import DevStack, free_port
+from devstack import ROOT, DevStack, binary, free_port
 
 
 def test_ctrl_c_stops_the_relay_the_simulators_and_the_cluster_cleanly():
@@ -140,6 +141,9 @@ def test_a_dev_whose_port_is_taken_or_whose_setting_is_wrong_says_so_and_leaves_
          "liverelay: configuration error: LIVERELAY_ADMIN_TOKEN is shorter than 16 characters"),
         (dict(port=free_port(), LIVERELAY_ACTIVITY_MAX_AGE="eight hours"),
          "liverelay: configuration error: LIVERELAY_ACTIVITY_MAX_AGE"),
+        # Several bad settings are named together, so that one restart can fix them all.
+        (dict(port=free_port(), LIVERELAY_ADMIN_TOKEN="short", LIVERELAY_FOREGROUND_PUSH="sometimes"),
+         "liverelay: 2 configuration errors:\n  LIVERELAY_ADMIN_TOKEN is shorter than 16 characters"),
     ]
     for arguments, expected in cases:
         state = tempfile.mkdtemp(prefix="liverelay-e2e-refused-")
@@ -164,3 +168,12 @@ def test_the_printed_channel_start_starts_a_live_activity_on_the_demo_iphone(sta
     channel_id = stack.sql("SELECT apns_channel_id FROM broadcast_channel WHERE name = 'demo-match'")[0][0]
     assert aps["input-push-channel"] == channel_id and aps["attributes-type"] == "MatchAttributes", aps
     assert aps["attributes"] == {"home": "Lions", "away": "Tigers"} and aps["alert"]["title"] == "Kick-off", aps
+
+
+def test_the_version_is_the_one_the_api_document_describes():
+    # An operator checks which release each relay of a rolling upgrade runs: the command says it, as /health does.
+    with open(os.path.join(ROOT, "openapi.json")) as document:
+        described = json.load(document)["info"]["version"]
+    shown = subprocess.run([binary(), "--version"], capture_output=True, text=True, timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.strip() == described

@@ -29,6 +29,8 @@ struct OpenAPITests {
         #expect(missing.isEmpty, "routes missing from openapi.json: \(missing)")
         let stale = documented.subtracting(routes)
         #expect(stale.isEmpty, "documented routes that do not exist: \(stale)")
+        // The document describes this release.
+        #expect(document.objectValue?["info"]?.objectValue?["version"] == .string(LiveRelayVersion.current))
     }
 
     @Test("a webhook's url: the document's pattern is the one the relay checks, and it refuses what falls outside")

@@ -117,6 +117,7 @@ struct RelayAPITests {
                 }
                 let empty = try await health()
                 #expect(empty.status == 200 && empty["ok"] == .bool(true))
+                #expect(empty["version"] == .string(LiveRelayVersion.current), "\(empty.text)")
                 #expect(empty["devices"] == .integer(0) && empty["deliveries"] == .integer(0), "\(empty.text)")
                 for _ in 0..<2 {
                     let device = #"{"secret":"health","deviceToken":"\#(randomToken())"}"#
