@@ -151,12 +151,20 @@ async function loadDeliveries() {
       cell('Time', time(row.created_at)),
       cell('Status', element('span', { class: 'badge status-' + row.status, text: row.status })),
       cell('Event', row.priority ? `${row.event_type} · p${row.priority}${reason}` : row.event_type),
-      cell('Session', row.session_id || (row.channel ? 'channel ' + row.channel : '–')),
+      cell('Session', subject(row)),
       cell('Transport', row.transport || '–'),
       cell('Answer', answer || '–'),
       cell('Latency', typeof row.latency_ms === 'number' ? row.latency_ms.toFixed(1) + ' ms' : '–'));
   }));
   $('deliveries-empty').hidden = deliveries.length > 0;
+}
+
+// What a delivery was for: an activity's session, a channel, or a widget token (a reload names no session).
+function subject(row) {
+  if (row.session_id) return row.session_id;
+  if (row.channel) return 'channel ' + row.channel;
+  if (row.push_type === 'widgets') return 'widgets of token ' + suffix(row.token_suffix);
+  return '–';
 }
 
 // ---- Queue ----

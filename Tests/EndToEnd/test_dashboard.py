@@ -251,8 +251,18 @@ def test_the_delivery_log_draws_a_burst_and_a_channel_send_in_full(stack, page):
 
     def deliveries():
         return page.find_element(By.ID, "deliveries-rows").text
-    wait(page, lambda: "coalesced" in deliveries() and "channel demo-match" in deliveries(), timeout=5,
-         message="the burst's folded rows and the channel's send in the delivery log",
+    # A widget reload names no session: the row says whose widgets it reloaded.
+    widget_token = uuid.uuid4().hex * 2
+    widget_device = str(uuid.uuid4())
+    registered = stack.api("POST", "/v1/device/register", {
+        "secret": "dashboard-widgets-" + marker, "deviceToken": uuid.uuid4().hex * 2, "deviceUUID": widget_device,
+        "widgetPushToken": widget_token})
+    assert registered[0] == 200, registered
+    stack.sql("INSERT INTO device_live_activity_message (device_uuid, message) VALUES (%s, 'widget test')",
+              (widget_device,))
+    wait(page, lambda: "coalesced" in deliveries() and "channel demo-match" in deliveries()
+         and f"widgets of token …{widget_token[-8:]}" in deliveries(), timeout=5,
+         message="the burst's folded rows, the channel's send and the widget reload in the delivery log",
          shown=lambda: page.find_element(By.ID, "live").text + " | " + deliveries())
     for word in ("undefined", "null", "NaN"):
         assert word not in deliveries(), deliveries()
