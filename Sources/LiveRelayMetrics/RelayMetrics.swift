@@ -18,6 +18,9 @@ public struct RelayMetrics: Sendable {
             .seconds(1), .seconds(5), .seconds(30),
         ]
         self.factory = factory
+        // The release, as Prometheus exporters state theirs: which relay of a rolling upgrade runs what.
+        Gauge(label: "liverelay_build_info", dimensions: [("version", LiveRelayVersion.current)], factory: factory)
+            .record(1)
     }
 
     /// One delivery outcome with the push service's reason.

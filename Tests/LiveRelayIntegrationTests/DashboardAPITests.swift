@@ -214,6 +214,8 @@ struct DashboardAPITests {
                 let metrics = try await api.request(.GET, "/metrics")
                 #expect(metrics.status == 200)
                 #expect(metrics.text.contains(#"liverelay_deliveries_total{status="sent""#))
+                #expect(metrics.text.contains(#"liverelay_build_info{version="\#(LiveRelayVersion.current)"} 1"#),
+                        "\(metrics.text)")
                 #expect(metrics.text.contains("liverelay_commit_to_apns_seconds_bucket"))
                 #expect(metrics.text.contains("liverelay_queue_depth 0"))
                 #expect(metrics.text.contains("liverelay_queue_oldest_seconds 0"))
