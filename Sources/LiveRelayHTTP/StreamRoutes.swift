@@ -49,6 +49,7 @@ public struct StreamRoutes: Sendable {
             return channel
         }
         try await authorize(caller, channels: parsed)
+        let unknown = await unknownChannels(in: parsed)
         let channels = parsed.map(\.name)
         let resumePoint = ResumePoint(header: request.headers[HTTPField.Name("Last-Event-ID")!],
                                       query: request.uri.queryParameters.get("lastEventId"))
@@ -62,7 +63,7 @@ public struct StreamRoutes: Sendable {
         await hub.catchUp()
         let subscriber = StreamSubscriber(limit: StreamSubscriber.defaultLimit)
         let (id, cursor) = hub.subscribe(channels: Set(channels), sink: subscriber)
-        var prefix = [SSEFrame.connected]
+        var prefix = [SSEFrame.connected] + unknown.map(SSEFrame.noChannel(named:))
         let headers: HTTPFields = [
             .contentType: "text/event-stream", .cacheControl: "no-cache", HTTPField.Name("X-Accel-Buffering")!: "no",
         ]
@@ -126,6 +127,14 @@ public struct StreamRoutes: Sendable {
             if Task.isShuttingDownGracefully { try await writer.write(SSEFrame.farewell) }
             try await writer.finish(nil)
         })
+    }
+
+    /// The broadcast channels a stream follows that no row names, in the order given; none when the database cannot
+    /// say (a hint is not worth failing a stream for).
+    func unknownChannels(in channels: [StreamChannel]) async -> [String] {
+        let names = channels.compactMap { if case .broadcast(let name) = $0 { name } else { nil } }
+        guard !names.isEmpty, let known = try? await store.existingChannels(among: names) else { return [] }
+        return names.filter { !known.contains($0) }
     }
 
     /// What an authorised stream says about open apps: a device token following its own `device:` channel, a pairing

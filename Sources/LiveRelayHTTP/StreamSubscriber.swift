@@ -116,6 +116,12 @@ enum SSEFrame {
     /// this one restarted) with Last-Event-ID and misses nothing.
     static let farewell = ByteBuffer(string: ": the relay is shutting down; reconnect with Last-Event-ID\n\n")
 
+    /// A comment (which EventSource ignores) for a person reading the stream who mistyped a channel's name: following a
+    /// name no channel has is allowed (its events come if one is made with it), and otherwise silent.
+    static func noChannel(named name: String) -> ByteBuffer {
+        ByteBuffer(string: ": no channel is named \(name) yet: its events follow if one is created\n\n")
+    }
+
     /// The event that tells a resuming client that the log cannot give it everything it missed (pruned, being older
     /// than the retention; or the log was reset): it reads the current state again. It has no `id:`, so the client's
     /// last id stays its own.

@@ -37,6 +37,11 @@ extension RelayStore {
         return channel
     }
 
+    /// Which of `names` are channels (rows of `broadcast_channel`, whatever their status).
+    public func existingChannels(among names: [String]) async throws -> Set<String> {
+        Set(try await values("SELECT name FROM broadcast_channel WHERE name = ANY(\(names))", as: String.self))
+    }
+
     /// Inserts the row (the relay then creates the channel at Apple); a taken name is a conflict.
     public func createChannel(_ new: NewChannel) async throws -> BroadcastChannelRecord {
         let state = new.contentState.map(\.compactText), environment = new.environment?.rawValue

@@ -46,6 +46,15 @@ struct ChannelRoutesTests {
                 #expect(patchedByDevice.status == 403)
                 let stream = try await SSEClient(port: port, query: "channel=channel:route-1", headers: bearer)
                 #expect(stream.status == 200)
+                // A name no channel has may be followed (its events come if one is made), and the stream says so.
+                let typo = try await SSEClient(
+                    port: port, query: "channel=channel:route-1&channel=channel:rute-1", headers: bearer)
+                let hinted = try await pollUntil(timeout: .seconds(5)) {
+                    typo.commentBlocks.contains { $0.contains("no channel is named rute-1 yet") }
+                }
+                #expect(hinted && typo.commentBlocks.filter { $0.contains("no channel is named") }.count == 1,
+                        "\(typo.rawBlocks)")
+                typo.close()
 
                 // An empty status is not "no change": it names no status (400).
                 let emptyStatus = try await api.request(.PATCH, "/v1/channels/route-1", json: #"{"status": ""}"#,
