@@ -157,17 +157,19 @@ extension RelayStore {
     /// The row id a selector names. A session id may be registered under several pairing secrets: then it is
     /// ambiguous unless only one of those rows is active and `activeOnly` is asked.
     func activityID(_ selector: ActivitySelector, activeOnly: Bool) async throws -> UUID {
+        // Each row's id and status, and how a person tells it from the others (its platform and device).
         let query: PostgresQuery = switch selector {
-        case .id(let id): "SELECT id, status FROM activity_registration WHERE id = \(id)"
+        case .id(let id): "SELECT id, status, platform, device_uuid FROM activity_registration WHERE id = \(id)"
         case .sessionID(let session):
             """
-            SELECT id, status FROM activity_registration WHERE session_id = \(session)
+            SELECT id, status, platform, device_uuid FROM activity_registration WHERE session_id = \(session)
             ORDER BY updated_at DESC LIMIT 20
             """
         }
+        typealias Row = (UUID, String, String, UUID?)
         let rows = try await withConnection { [logger] connection in
-            var found: [(UUID, String)] = []
-            for try await row in try await connection.query(query, logger: logger).decode((UUID, String).self) {
+            var found: [Row] = []
+            for try await row in try await connection.query(query, logger: logger).decode(Row.self) {
                 found.append(row)
             }
             return found
@@ -175,8 +177,14 @@ extension RelayStore {
         let candidates = activeOnly ? rows.filter { $0.1 == ActivityStatus.active.rawValue } : rows
         guard let first = candidates.first else { throw Self.noActiveRow(selector, status: rows.first?.1) }
         guard candidates.count == 1 else {
-            let ids = candidates.map { $0.0.uuidString.lowercased() }.joined(separator: ", ")
-            throw StoreError.ambiguous("\(candidates.count) live activities have that session_id: \(ids); give id")
+            let listed = candidates.map { id, _, platform, device in
+                let owner = device.map { ", device \($0.uuidString.lowercased())" } ?? ""
+                return "\(id.uuidString.lowercased()) (\(platform)\(owner))"
+            }
+            throw StoreError.ambiguous("""
+                \(candidates.count) live activities have that session_id: \(listed.joined(separator: ", ")); \
+                give the id of one
+                """)
         }
         return first.0
     }
