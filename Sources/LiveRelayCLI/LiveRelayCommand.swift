@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LiveRelayCore
+import LiveRelayServer
 import Logging
 import NIOCore
 import NIOPosix
@@ -30,11 +31,19 @@ struct LiveRelayCommand: AsyncParsableCommand {
                       HealthCommand.self, MCPCommand.self])
 }
 
-/// Sets up logging once, at `LOG_LEVEL` (default info), to standard error.
-func bootstrapLogging(level: String? = ProcessInfo.processInfo.environment["LOG_LEVEL"]) -> Logger {
+/// Sets up logging once, at `LOG_LEVEL` (default info), to standard error, as lines of text or, with
+/// `LOG_FORMAT=json`, of JSON (`serve` passes the values its configuration checked; other commands read them as given,
+/// text when unreadable).
+func bootstrapLogging(level: String? = ProcessInfo.processInfo.environment["LOG_LEVEL"],
+                      format: LogFormat? = nil) -> Logger {
     let parsed = level.flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .info
+    let given = ProcessInfo.processInfo.environment["LOG_FORMAT"]?.trimmingCharacters(in: .whitespaces).lowercased()
+    let format = format ?? given.flatMap(LogFormat.init(rawValue:)) ?? .text
     LoggingSystem.bootstrap { label in
-        var handler = StreamLogHandler.standardError(label: label)
+        var handler: any LogHandler = switch format {
+        case .text: StreamLogHandler.standardError(label: label)
+        case .json: JSONLogHandler(label: label)
+        }
         handler.logLevel = parsed
         return handler
     }

@@ -18,7 +18,7 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             fail("\(error)")
         }
-        let logger = bootstrapLogging(level: configuration.logLevel)
+        let logger = bootstrapLogging(level: configuration.logLevel, format: configuration.logFormat)
         let migrator = try loadMigrator()
         let server: RelayServer
         do {

@@ -19,6 +19,7 @@ public struct RelayConfiguration: Sendable {
     /// Signs device tokens; generated and stored in the database when unset.
     public var tokenSecret: String?
     public var logLevel: String = "info"
+    public var logFormat = LogFormat.text
     public var delivery: DeliveryConfiguration = .init()
     /// Settings given for a push service that is not configured (`APNS_SANDBOX_URL` with only FCM set up): they do
     /// nothing, and start-up says so, so that a half-done setup shows.
@@ -81,6 +82,10 @@ public struct RelayConfiguration: Sendable {
             try reader.choice("LOG_LEVEL", default: "info",
                               among: ["trace", "debug", "info", "notice", "warning", "error", "critical"])
         }
+        let format = reader.keep(LogFormat.text.rawValue) { reader throws(ConfigurationError) in
+            try reader.choice("LOG_FORMAT", default: LogFormat.text.rawValue, among: LogFormat.allCases.map(\.rawValue))
+        }
+        configuration.logFormat = LogFormat(rawValue: format) ?? .text
         configuration.delivery = DeliveryConfiguration.fromEnvironment(&reader)
         return (configuration, reader.problems)
     }

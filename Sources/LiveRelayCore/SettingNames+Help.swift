@@ -34,6 +34,8 @@ extension SettingNames {
         Line(["LIVERELAY_TOKEN_SECRET"], "signs device tokens; 16+ characters",
              "default generated, kept in the database"),
         Line(["LOG_LEVEL"], "trace, debug, info, notice, warning, error or critical", "default info"),
+        Line(["LOG_FORMAT"], "text (a line per event) or json (an object per line, for a log collector)",
+             "default text"),
         Line(["LIVERELAY_WORKERS", "LIVERELAY_BATCH_SIZE", "LIVERELAY_POLL_INTERVAL_MS"],
              "delivery workers, rows per batch, poll backstop", "default 2, 500, 500"),
         Line(["LIVERELAY_RETRY_MAX_DELAY_MS", "LIVERELAY_RETRY_MAX_ATTEMPTS"],

@@ -97,6 +97,7 @@ struct ConfigurationTests {
         ("PORT", "eighty", "PORT"),
         ("APNS_PRODUCTION_URL", "http://insecure", "APNS_PRODUCTION_URL"),
         ("LOG_LEVEL", "loud", "LOG_LEVEL"),
+        ("LOG_FORMAT", "yaml", "LOG_FORMAT"),
         ("LIVERELAY_FOREGROUND_PUSH", "sometimes", "LIVERELAY_FOREGROUND_PUSH"),
         ("LIVERELAY_WIDGET_MIN_INTERVAL", "soon", "LIVERELAY_WIDGET_MIN_INTERVAL"),
         ("LIVERELAY_WIDGET_MIN_INTERVAL", "2d", "LIVERELAY_WIDGET_MIN_INTERVAL"),

@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayCore
 import Testing
 
 /// What `liverelay serve` says at start-up about settings that will not do what their author meant.
@@ -18,6 +19,30 @@ struct StartupWarningTests {
                 "LIVERELAY_ADMIN_TOKEN is not set: the admin routes, the dashboard and MCP answer 401"))
             let admin = try await RelayHTTP(port: port).request(.GET, "/v1/live-activities", headers: RelayHTTP.admin)
             #expect(admin.status == 401, "as the warning said: \(admin.text)")
+        }
+    }
+
+    @Test("LOG_FORMAT=json: everything the relay writes is a JSON object per line, its metadata beside the message")
+    func jsonLog() async throws {
+        try await Harness.with { h in
+            let (relay, _) = try await RelayProcess.serve(
+                h, environment: ["LOG_FORMAT": "json", "LIVERELAY_WORKER": "4"])
+            #expect(relay.stop(signal: SIGTERM) == 0)
+            let lines = relay.output.split(separator: "\n")
+            var messages: [String: [String: JSONValue]] = [:]
+            for line in lines {
+                let object = (try? JSONValue(parsing: String(line)))?.objectValue
+                #expect(object != nil, "not a JSON object: \(line)")
+                guard let object, let message = object["message"]?.stringValue else { continue }
+                #expect(["time", "level", "logger"].allSatisfy { object[$0]?.stringValue != nil }, "\(line)")
+                #expect(object["time"]?.stringValue?.hasSuffix("Z") == true, "\(line)")
+                messages[message] = object
+            }
+            let listening = messages["liverelay listening"]
+            #expect(listening?["level"] == .string("notice"), "\(lines)")
+            #expect(listening?["version"] == .string(LiveRelayVersion.current)
+                    && listening?["address"]?.stringValue?.hasPrefix("http://") == true, "\(lines)")
+            #expect(messages.keys.contains { $0.contains("LIVERELAY_WORKER is not a setting") }, "\(lines)")
         }
     }
 
