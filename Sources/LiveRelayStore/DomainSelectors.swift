@@ -10,7 +10,7 @@ public enum DeviceSelector: Sendable, Equatable, CustomStringConvertible {
         switch (uuid, name) {
         case (let text?, nil):
             guard let value = UUID(uuidString: text) else {
-                throw StoreError.invalidArgument("device_uuid must be a UUID like 6f1c…-…; got \(text.prefix(64))")
+                throw StoreError.invalidArgument("device_uuid must be a UUID like 6f1c…-…; got \(text.excerpt)")
             }
             self = .uuid(value)
         case (nil, let name?):

@@ -33,8 +33,13 @@ extension RelayStore {
         let found = try await records("""
             SELECT \(unescaped: Self.channelJSON) FROM broadcast_channel c WHERE c.name = \(name)
             """, as: BroadcastChannelRecord.self)
-        guard let channel = found.first else { throw StoreError.notFound("there is no channel named \(name)") }
+        guard let channel = found.first else { throw Self.noChannel(named: name) }
         return channel
+    }
+
+    /// The refusal for a name no row has.
+    static func noChannel(named name: String) -> StoreError {
+        .notFound("there is no channel named \(name.excerpt)")
     }
 
     /// Which of `names` are channels (rows of `broadcast_channel`, whatever their status).
@@ -85,7 +90,7 @@ extension RelayStore {
                                         'previousStatus', o.old_status,
                                         'stateChanged', c.content_state IS DISTINCT FROM o.old_state)::text
             """, as: Found.self)
-        guard let first = found.first else { throw StoreError.notFound("there is no channel named \(name)") }
+        guard let first = found.first else { throw Self.noChannel(named: name) }
         let effect = UpdateEffect.channel(
             before: first.previousStatus, after: first.channel.status, stateChanged: first.stateChanged)
         return (first.channel, first.previousStatus, effect)
@@ -113,7 +118,7 @@ extension RelayStore {
                                   FROM liverelay_channel_start_misses(c.attributes_type, \(devices)::uuid[]) m))::text
                 FROM broadcast_channel c WHERE c.name = \(name)
                 """, as: Found.self)
-            guard let first = found.first else { throw StoreError.notFound("there is no channel named \(name)") }
+            guard let first = found.first else { throw Self.noChannel(named: name) }
             return ChannelStart(queued: first.queued, notQueued: first.notQueued.map {
                 .init(deviceUUID: $0.deviceUUID, reason: $0.reason,
                       message: $0.reason.message(attributesType: first.attributesType))
