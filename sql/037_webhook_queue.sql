@@ -175,6 +175,11 @@ BEGIN
              AS l(outbox_id, status, error, http_status, latency_ms)
         JOIN webhook_outbox o ON o.id = l.outbox_id
         LEFT JOIN activity_registration a ON a.id = o.activity_id
+    ), announced AS (
+        -- One summary per batch on the admin channel, as for pushes: a dashboard's delivery log and webhook list follow
+        -- what endpoints answer.
+        INSERT INTO broadcast_log (channels, event, data)
+        SELECT ARRAY['admin'], 'deliveries', summary FROM liverelay_outcomes_summary(log_status) AS summary
     ), removed AS (
         -- A retry for an endpoint deleted meanwhile is dropped, not rescheduled.
         DELETE FROM webhook_outbox o
@@ -186,3 +191,17 @@ BEGIN
     FROM unnest(retry_ids, retry_delays_ms, retry_errors) AS r(id, delay_ms, error)
     WHERE o.id = r.id AND EXISTS (SELECT 1 FROM webhook_endpoint w WHERE w.id = o.endpoint_id);
 END $$;
+
+-- An endpoint enabled again (`PATCH /v1/webhooks/{id}` or any SQL writer) has its waiting events due at once, retries
+-- included, and wakes every relay's webhook workers: a paused endpoint's events waited for it, not for a backoff.
+CREATE OR REPLACE FUNCTION liverelay_webhook_resumed() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE webhook_outbox SET next_attempt_at = now() WHERE endpoint_id = NEW.id AND next_attempt_at > now();
+    PERFORM pg_notify('liverelay_wake', 'webhooks');
+    RETURN NULL;
+END $$;
+
+CREATE OR REPLACE TRIGGER webhook_endpoint_resumed
+    AFTER UPDATE OF enabled ON webhook_endpoint
+    FOR EACH ROW WHEN (NEW.enabled AND NOT OLD.enabled) EXECUTE FUNCTION liverelay_webhook_resumed();

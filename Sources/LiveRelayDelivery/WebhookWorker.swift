@@ -43,7 +43,7 @@ public final class WebhookWorker: Service, Sendable {
         self.doorbell = listener.registerWebhookWorker()
     }
 
-    /// The longest an idle worker sleeps without being rung (an endpoint enabled again by SQL is seen by then).
+    /// The longest an idle worker sleeps without being rung (a backstop: an endpoint enabled again rings it).
     static let idleBackstop = Duration.seconds(5)
 
     /// How many requests one worker has in flight to one endpoint (two workers: the client's 32 connections).

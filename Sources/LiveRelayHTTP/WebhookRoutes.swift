@@ -3,7 +3,8 @@ import Hummingbird
 import LiveRelayCore
 import LiveRelayStore
 
-/// `POST/GET/DELETE /v1/webhooks` (admin): endpoints that receive lifecycle events (README "Activity lifecycle").
+/// `POST/GET /v1/webhooks`, `PATCH/DELETE /v1/webhooks/{id}` (admin): endpoints that receive lifecycle events (README
+/// "Activity lifecycle").
 struct WebhookRoutes: Sendable {
     let store: RelayStore
     let urlGuard: any WebhookURLCheck
@@ -17,12 +18,41 @@ struct WebhookRoutes: Sendable {
             return try encodedResponse(.created, created)
         }
         admin.get("v1/webhooks") { _, _ in try encodedResponse(.ok, try await store.webhooks()) }
+        admin.patch("v1/webhooks/:id") { request, context in
+            let id = try Self.endpointID(context)
+            let body = try await request.decode(as: UpdateWebhookBody.self)
+            return try encodedResponse(
+                .ok, try await store.updateWebhook(id, enabled: body.enabled, events: body.events))
+        }
         admin.delete("v1/webhooks/:id") { _, context in
-            guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
-                throw APIError.badRequest("id must be a webhook endpoint's UUID")
-            }
-            try await store.deleteWebhook(id)
+            try await store.deleteWebhook(try Self.endpointID(context))
             return Response(status: .noContent)
+        }
+    }
+
+    static func endpointID(_ context: BasicRequestContext) throws -> UUID {
+        guard let id = context.parameters.get("id").flatMap(UUID.init(uuidString:)) else {
+            throw APIError.badRequest("id must be a webhook endpoint's UUID")
+        }
+        return id
+    }
+}
+
+/// `PATCH /v1/webhooks/{id} {enabled?, events?}`: at least one.
+struct UpdateWebhookBody: Decodable {
+    var enabled: Bool?
+    var events: [LifecycleEvent]?
+
+    init(from decoder: any Decoder) throws {
+        let fields = try BodyFields(decoder)
+        switch try fields.value("enabled") {
+        case nil: enabled = nil
+        case .bool(let value)?: enabled = value
+        default: throw APIError.badRequest("enabled must be true or false")
+        }
+        events = try CreateWebhookBody.events(fields, leftOut: "to keep them")
+        guard enabled != nil || events != nil else {
+            throw APIError.badRequest("give enabled (false pauses the endpoint, true resumes it) or events")
         }
     }
 }
@@ -40,17 +70,24 @@ struct CreateWebhookBody: Decodable {
         if let secret, secret.count < 16 {
             throw APIError.badRequest("secret must be at least 16 characters (leave it out to have one generated)")
         }
+        events = try Self.events(fields, leftOut: "for all") ?? []
+    }
+
+    /// `events`: nil when left out (which the refusal of an empty list says means `leftOut`); a list of lifecycle
+    /// event types, not empty.
+    static func events(_ fields: BodyFields, leftOut: String) throws -> [LifecycleEvent]? {
         switch try fields.value("events") {
-        case nil: events = []
+        case nil: return nil
         case .array(let items)?:
             let names = LifecycleEvent.allCases.map(\.rawValue).joined(separator: ", ")
-            events = try items.map { item in
+            let events = try items.map { item in
                 guard case .string(let text) = item, let event = LifecycleEvent(rawValue: text) else {
                     throw APIError.badRequest("events must be a list of: \(names)")
                 }
                 return event
             }
-            if events.isEmpty { throw APIError.badRequest("events must not be empty (leave it out for all)") }
+            if events.isEmpty { throw APIError.badRequest("events must not be empty (leave it out \(leftOut))") }
+            return events
         default: throw APIError.badRequest("events must be a list of event types")
         }
     }

@@ -10,8 +10,10 @@ public struct WebhookEndpoint: Codable, Sendable, Equatable {
     public var enabled: Bool
     public var created_at: String
     public var secret: String?
-    /// Events waiting for this endpoint (listings only).
+    /// Events waiting for this endpoint (listings and changes), since when, and why the event tried most often failed.
     public var pending: Int?
+    public var oldest_pending_at: String?
+    public var last_error: String?
 }
 
 extension RelayStore {
@@ -19,8 +21,7 @@ extension RelayStore {
     /// hex). The caller has checked the URL may be reached.
     public func createWebhook(url: String, events: [LifecycleEvent], secret: String?) async throws -> WebhookEndpoint {
         let secret = secret ?? "whsec_" + randomHex(bytes: 32)
-        let types = (events.isEmpty ? LifecycleEvent.allCases : events).map(\.rawValue)
-        let unique = types.enumerated().filter { types.firstIndex(of: $0.element) == $0.offset }.map(\.element)
+        let unique = Self.uniqueTypes(events.isEmpty ? LifecycleEvent.allCases : events)
         guard let text = try await values("""
             INSERT INTO webhook_endpoint (url, secret, events) VALUES (\(url), \(secret), \(unique)::text[])
             RETURNING json_build_object('id', id, 'url', url, 'events', events, 'enabled', enabled,
@@ -31,13 +32,30 @@ extension RelayStore {
         return try Self.decode(WebhookEndpoint.self, from: text)
     }
 
-    /// Every endpoint, oldest first, without secrets.
+    /// Every endpoint, oldest first, without secrets, with what waits for it.
     public func webhooks() async throws -> [WebhookEndpoint] {
         try await records("""
-            SELECT json_build_object('id', id, 'url', url, 'events', events, 'enabled', enabled,
-                                     'created_at', created_at, 'pending', pending)::text
-            FROM liverelay_webhooks ORDER BY created_at, id
+            SELECT json_strip_nulls(row_to_json(w))::text FROM liverelay_webhooks w ORDER BY created_at, id
             """, as: WebhookEndpoint.self)
+    }
+
+    /// Pauses or resumes an endpoint (a paused one's events wait, and go out in order when it is resumed), or changes
+    /// the events it receives (events already queued for it stay); nil leaves a field as it is. Answers the endpoint
+    /// as `webhooks()` lists it.
+    public func updateWebhook(_ id: UUID, enabled: Bool?, events: [LifecycleEvent]?) async throws -> WebhookEndpoint {
+        let types = events.map { Self.uniqueTypes($0) }
+        let found = try await records("""
+            WITH changed AS (
+                UPDATE webhook_endpoint SET enabled = coalesce(\(enabled), enabled),
+                                            events = coalesce(\(types)::text[], events)
+                WHERE id = \(id) RETURNING id, url, events, enabled, created_at)
+            -- (The view, read in this statement, shows the row as it was: the changed columns are RETURNING's.)
+            SELECT json_strip_nulls(row_to_json(w))::text
+            FROM (SELECT c.id, c.url, c.events, c.enabled, c.created_at, v.pending, v.oldest_pending_at, v.last_error
+                  FROM changed c JOIN liverelay_webhooks v USING (id)) w
+            """, as: WebhookEndpoint.self)
+        guard let endpoint = found.first else { throw Self.noWebhook(id) }
+        return endpoint
     }
 
     /// Deletes an endpoint and its events, without waiting for a worker that is sending some of them: a send in flight
@@ -50,6 +68,16 @@ extension RelayStore {
                  events AS (DELETE FROM webhook_outbox WHERE endpoint_id = \(id))
             SELECT id FROM gone
             """, as: UUID.self)
-        guard !deleted.isEmpty else { throw StoreError.notFound("no webhook endpoint has id \(id)") }
+        guard !deleted.isEmpty else { throw Self.noWebhook(id) }
+    }
+
+    static func noWebhook(_ id: UUID) -> StoreError {
+        .notFound("no webhook endpoint has id \(id.uuidString.lowercased())")
+    }
+
+    /// The event types' names, each once, in the order given.
+    static func uniqueTypes(_ events: [LifecycleEvent]) -> [String] {
+        let types = events.map(\.rawValue)
+        return types.enumerated().filter { types.firstIndex(of: $0.element) == $0.offset }.map(\.element)
     }
 }
