@@ -167,6 +167,38 @@ function subject(row) {
   return '–';
 }
 
+// ---- Webhooks ----
+
+const ALL_EVENTS = 6;
+
+async function loadWebhooks() {
+  const endpoints = await api('/v1/webhooks');
+  $('webhooks-rows').replaceChildren(...endpoints.map((endpoint) => {
+    const events = endpoint.events.length === ALL_EVENTS
+      ? 'all' : endpoint.events.map((name) => name.replace('live_activity.', '')).join(', ');
+    const since = endpoint.oldest_pending_at ? ` since ${time(endpoint.oldest_pending_at)}` : '';
+    const toggle = element('button', { type: 'button', class: 'secondary', text: endpoint.enabled ? 'Pause' : 'Resume',
+      onclick: () => setWebhookEnabled(endpoint.id, !endpoint.enabled) });
+    return element('tr', { 'data-id': endpoint.id },
+      cell('Endpoint', element('code', { text: endpoint.url })),
+      cell('Events', events),
+      cell('Status', element('span', { class: 'badge status-' + (endpoint.enabled ? 'active' : 'paused'),
+        text: endpoint.enabled ? 'enabled' : 'paused' })),
+      cell('Waiting', `${endpoint.pending || 0}${since}`),
+      cell('Last error', endpoint.last_error || '–'),
+      cell('Actions', toggle));
+  }));
+  $('webhooks-empty').hidden = endpoints.length > 0;
+}
+
+async function setWebhookEnabled(id, enabled) {
+  try {
+    await api('/v1/webhooks/' + encodeURIComponent(id), {
+      method: 'PATCH', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ enabled }) });
+    refresh('webhooks');
+  } catch (error) { $('live').textContent = (enabled ? 'Resume' : 'Pause') + ' failed: ' + error.message; }
+}
+
 // ---- Queue ----
 
 function chart(sent, failed, seconds) {

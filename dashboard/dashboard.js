@@ -44,8 +44,9 @@ const suffix = (text) => (text ? '…' + text : '–');
 
 const loaders = {
   devices: loadDevices, activities: loadActivities, channels: loadChannels, deliveries: loadDeliveries,
-  queue: loadQueue,
+  webhooks: loadWebhooks, queue: loadQueue,
 };
+const everything = Object.keys(loaders);
 const pending = new Set();
 let scheduled = null;
 
@@ -67,9 +68,9 @@ const affected = {
   'activity-end': ['activities'],
   'channel-update': ['channels'],
   'channel-end': ['channels'],
-  deliveries: ['deliveries', 'queue', 'activities', 'channels'],
+  deliveries: ['deliveries', 'queue', 'activities', 'channels', 'webhooks'],
   // Some of what the page missed is gone from the stream: it reads everything again.
-  resync: ['devices', 'activities', 'channels', 'deliveries', 'queue'],
+  resync: everything,
 };
 
 // Lifecycle events (live_activity.*) as they come on the admin stream, newest first, the last 50.
@@ -103,7 +104,7 @@ async function follow() {
       if (!response.ok) throw new Error('stream answered ' + response.status);
       $('live').textContent = 'Live';
       delay = 500;
-      if (lastEventID === null) refresh('devices', 'activities', 'channels', 'deliveries', 'queue');
+      if (lastEventID === null) refresh(...everything);
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffer = '';
       for (;;) {
@@ -124,7 +125,8 @@ async function follow() {
           if (affected[name]) refresh(...affected[name]);
           if (name.startsWith('live_activity.')) {
             showLifecycle(name, data);
-            refresh('activities');
+            // (The event was queued for the endpoints that take it.)
+            refresh('activities', 'webhooks');
           }
         }
       }
@@ -135,7 +137,7 @@ async function follow() {
     await new Promise((resolve) => setTimeout(resolve, delay));
     delay = Math.min(delay * 2, 10000);
     // Whatever happened while the stream was down is re-read once it is back.
-    refresh('devices', 'activities', 'channels', 'deliveries', 'queue');
+    refresh(...everything);
   }
 }
 

@@ -14,6 +14,8 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
+from devstack import free_port
+
 IPHONE = "00000000-0000-4000-8000-000000000001"
 
 
@@ -274,3 +276,37 @@ def test_the_delivery_log_draws_a_burst_and_a_channel_send_in_full(stack, page):
         return rows[0] if rows else ""
     wait(page, lambda: f"burst {marker} 2" in activity_row() and "sent update" in activity_row(), timeout=5,
          message="the activity's last delivery: the push that went", shown=activity_row)
+
+
+def test_a_refusing_webhook_shows_why_and_is_paused_and_resumed_from_the_page(stack, page):
+    """An endpoint whose receiver refuses connections shows its waiting event and the reason, live; Pause and Resume
+    change it for the relay (what the API then says) and on the page."""
+    sign_in(page, stack)
+    url = f"http://127.0.0.1:{free_port()}/hook-{uuid.uuid4().hex[:6]}"
+    status, created, _ = stack.api("POST", "/v1/webhooks", {"url": url, "events": ["live_activity.updated"]})
+    assert status == 201, created
+
+    def row():
+        rows = [r for r in page.find_elements(By.CSS_SELECTOR, "#webhooks tbody tr") if url in r.text]
+        return rows[0] if rows else None
+
+    def row_text():
+        found = row()
+        return found.text if found else ""
+    try:
+        state = json.dumps({"status": "working", "sessionTitle": "Demo", "lastMessage": "hook " + url[-6:],
+                            "retryInfo": None})
+        stack.sql("UPDATE activity_registration SET content_state = %s::jsonb WHERE session_id = 'demo-session'",
+                  (state,))
+        wait(page, lambda: "Connection refused" in row_text() and "enabled" in row_text(), timeout=10,
+             message="the endpoint's waiting events and why they wait", shown=row_text)
+        assert re.search(r"\b[12] since ", row_text()), row_text()
+        button(row(), "Pause").click()
+        wait(page, lambda: "paused" in row_text(), timeout=5, message="the endpoint paused", shown=row_text)
+        listed = {endpoint["id"]: endpoint for endpoint in stack.api("GET", "/v1/webhooks")[1]}
+        assert listed[created["id"]]["enabled"] is False
+        button(row(), "Resume").click()
+        wait(page, lambda: "enabled" in row_text() and "Pause" in row_text(), timeout=5,
+             message="the endpoint resumed", shown=row_text)
+    finally:
+        stack.api("DELETE", f"/v1/webhooks/{created['id']}")
