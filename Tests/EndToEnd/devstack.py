@@ -116,6 +116,14 @@ class DevStack:
         with urllib.request.urlopen(url, context=self.tls, timeout=10) as response:
             return json.loads(response.read())["pushes"]
 
+    def set_faults(self, **faults):
+        """`POST /sim/faults`: what is not given is off."""
+        request = urllib.request.Request(f"https://127.0.0.1:{self.apns_port}/sim/faults", method="POST",
+                                         data=json.dumps(faults).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, context=self.tls, timeout=10) as response:
+            return json.loads(response.read())
+
     def wait_for_push(self, predicate, timeout=10):
         deadline = time.time() + timeout
         while time.time() < deadline:

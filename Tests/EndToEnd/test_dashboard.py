@@ -310,3 +310,30 @@ def test_a_refusing_webhook_shows_why_and_is_paused_and_resumed_from_the_page(st
              message="the endpoint resumed", shown=row_text)
     finally:
         stack.api("DELETE", f"/v1/webhooks/{created['id']}")
+
+
+def test_a_long_last_delivery_never_breaks_the_content_states_words(stack, page):
+    """A retrying push's last delivery is a long sentence; beside it, each word of an activity's content-state stays
+    whole (the column used to shrink until 'working' read 'wor' / 'king')."""
+    page.set_window_size(1024, 900)
+    sign_in(page, stack)
+    marker = "wide" + uuid.uuid4().hex[:6]
+    state = json.dumps({"status": "working", "sessionTitle": "Demo", "lastMessage": marker, "retryInfo": None})
+    stack.set_faults(rate503=1)
+    try:
+        stack.sql("UPDATE activity_registration SET content_state = %s::jsonb WHERE session_id = 'demo-session'",
+                  (state,))
+
+        def rows():
+            return [r.text for r in page.find_elements(By.CSS_SELECTOR, "#activities tbody tr") if marker in r.text]
+        wait(page, lambda: any("retrying update" in row for row in rows()), timeout=10,
+             message="the activity's retrying push as its last delivery", shown=lambda: " | ".join(rows()))
+        split = page.execute_script("""
+            return [...document.querySelectorAll('#activities .state dd')]
+              .filter((dd) => !/\\s/.test(dd.textContent))
+              .filter((dd) => { const r = document.createRange(); r.selectNodeContents(dd);
+                                return r.getClientRects().length > 1; })
+              .map((dd) => dd.textContent)""")
+        assert split == [], f"content-state values broken across lines: {split}"
+    finally:
+        stack.set_faults()
