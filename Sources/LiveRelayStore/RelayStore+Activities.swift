@@ -19,7 +19,8 @@ extension RelayStore {
         """
     }
 
-    /// One activity as JSON, with its last delivery and the pushes of the last hour (`a` is `activity_registration`).
+    /// One activity as JSON, with its last delivery and the pushes of the last hour (`a` is `activity_registration`):
+    /// pushes only, not the webhook requests its lifecycle events made, which carry its id too.
     static let activityJSON = """
         json_build_object('id', a.id, 'sessionId', a.session_id, 'platform', a.platform, 'status', a.status,
             'activityType', a.attributes_type, 'attributes', a.attributes, 'contentState', a.content_state,
@@ -34,8 +35,9 @@ extension RelayStore {
             'foreground', liverelay_is_foreground(a.device_uuid, a.secret_hash, a.session_id),
             'lastDelivery', (SELECT json_build_object('status', l.status, 'eventType', l.event_type, 'at', l.created_at,
                                  'latencyMs', l.latency_ms, 'reason', coalesce(l.provider_reason, l.error))
-                             FROM (\(lastOutcome("activity_id = a.id"))) l),
+                             FROM (\(lastOutcome("activity_id = a.id AND transport IS DISTINCT FROM 'webhook'"))) l),
             'pushesLastHour', (SELECT count(*) FROM delivery_log l WHERE l.activity_id = a.id AND l.status = 'sent'
+                                   AND l.transport IS DISTINCT FROM 'webhook'
                                    AND l.created_at > now() - interval '1 hour'))::text
         """
 

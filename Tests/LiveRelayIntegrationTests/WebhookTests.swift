@@ -62,6 +62,12 @@ struct WebhookTests {
                     try await h.waitUntil("""
                         SELECT count(*) = 3 FROM delivery_log WHERE transport = 'webhook' AND status = 'sent'
                         """)
+                    // The activity's last delivery and pushes are its pushes, not the requests its events made.
+                    let ended = try await api.request(.GET, "/v1/live-activities?status=ended",
+                                                      headers: RelayHTTP.admin)
+                    let activity = try #require(ended.json?.arrayValue?.first?.objectValue)
+                    #expect(activity["lastDelivery"]?.objectValue?["eventType"] == .string("end"), "\(ended.text)")
+                    #expect(activity["pushesLastHour"] == .integer(2), "\(ended.text)")
                 }
             }
         }
