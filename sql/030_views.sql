@@ -60,12 +60,9 @@ SELECT kind, count(*) AS queued, count(*) FILTER (WHERE next_attempt_at <= now()
 FROM delivery_outbox
 GROUP BY kind;
 
--- Webhook endpoints without their secrets, with what waits for each: how many events, since when, and why the one
--- tried most often failed (an endpoint that refuses or times out says so here while its events wait).
+-- Webhook endpoints without their secrets, with what waits for each.
 CREATE OR REPLACE VIEW liverelay_webhooks AS
 SELECT w.id, w.url, w.events, w.enabled, w.created_at,
        (SELECT count(*) FROM webhook_outbox o WHERE o.endpoint_id = w.id) AS pending,
-       (SELECT min(o.enqueued_at) FROM webhook_outbox o WHERE o.endpoint_id = w.id) AS oldest_pending_at,
-       (SELECT o.last_error FROM webhook_outbox o WHERE o.endpoint_id = w.id AND o.last_error IS NOT NULL
-        ORDER BY o.attempts DESC, o.id LIMIT 1) AS last_error
+       (SELECT min(o.enqueued_at) FROM webhook_outbox o WHERE o.endpoint_id = w.id) AS oldest_pending_at
 FROM webhook_endpoint w;
