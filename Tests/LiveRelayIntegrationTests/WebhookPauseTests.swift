@@ -39,17 +39,27 @@ struct WebhookPauseTests {
                     try await h.sql(#"UPDATE activity_registration SET content_state = '{"n": 1}'"#)
                     try await h.sql("UPDATE webhook_outbox SET next_attempt_at = now() + interval '1 hour'")
                     try await h.waitForPushes { $0.count == 1 }
+                    // (The push's own summary, seen before the count below is taken.)
+                    try await admin.wait { events in
+                        events.contains { $0.name == "deliveries" && $0.json?.objectValue?["sent"] == .integer(1) }
+                    }
                     #expect(try await h.rows("SELECT count(*)::int8 FROM webhook_outbox", as: Int64.self) == [1])
 
                     // Resumed: its event goes now, not at the hour its backoff had reached.
                     receiver.fail(next: 0)
                     let refusals = receiver.received.count
+                    let announced = admin.received.filter { $0.name == "deliveries" }.count
                     let resumed = try await api.request(.PATCH, "/v1/webhooks/\(id)", json: #"{"enabled": true}"#,
                                                         headers: RelayHTTP.admin)
                     #expect(resumed.status == 200 && resumed["enabled"] == .bool(true), "\(resumed.text)")
                     let received = try await receiver.wait(timeout: .seconds(3)) { $0.count == refusals + 1 }
                     #expect(Set(received.compactMap(\.type)) == ["live_activity.started"], "the update was not queued")
                     try await h.waitUntil("SELECT count(*) = 0 FROM webhook_outbox")
+                    // A success after refusals is announced too (the dashboard's list shows nothing waiting any more).
+                    try await admin.wait { events in
+                        events.filter { $0.name == "deliveries" }.dropFirst(announced)
+                            .contains { $0.json?.objectValue?["sent"] == .integer(1) }
+                    }
                     let emptied = try await api.request(.GET, "/v1/webhooks", headers: RelayHTTP.admin)
                     let after = try #require(emptied.json?.arrayValue?.first?.objectValue)
                     #expect(after["pending"] == .integer(0) && after["last_error"] == nil, "\(emptied.text)")
