@@ -3,8 +3,9 @@ import LiveRelayCore
 import Logging
 
 /// Writes each log event as one JSON object on a line (`LOG_FORMAT=json`), for a log collector: `time` (ISO 8601,
-/// UTC, milliseconds), `level`, `logger` (the label), `message`, then the metadata, the logger's and the event's
-/// (the event's wins), whose keys never replace the first four. One `write` per event, so lines never interleave.
+/// UTC, milliseconds), `level`, `logger` (the label), `message`, `error` when the event carries one, then the metadata,
+/// the logger's and the event's (the event's wins), whose keys never replace those. One `write` per event, so lines
+/// never interleave.
 public struct JSONLogHandler: LogHandler {
     public var logLevel: Logger.Level = .info
     public var metadata: Logger.Metadata = [:]
@@ -24,16 +25,16 @@ public struct JSONLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    public func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-                    file: String, function: String, line: UInt) {
+    public func log(event: LogEvent) {
         var members: [String: JSONValue] = [:]
-        for (key, value) in self.metadata.merging(metadata ?? [:], uniquingKeysWith: { $1 }) {
+        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) {
             members[key] = Self.json(value)
         }
+        if let error = event.error { members["error"] = .string("\(error)") }
         members["time"] = .string(Date().ISO8601Format(Self.timeStyle))
-        members["level"] = .string(level.rawValue)
+        members["level"] = .string(event.level.rawValue)
         members["logger"] = .string(label)
-        members["message"] = .string(message.description)
+        members["message"] = .string(event.message.description)
         write(JSONValue.object(members).compactText + "\n")
     }
 

@@ -17,7 +17,7 @@ struct WebhookPauseTests {
                     let admin = try await SSEClient(port: port, query: "channel=admin", headers: RelayHTTP.admin)
                     defer { admin.close() }
                     _ = try await h.registerActivity(session: "s-pause")
-                    try await receiver.wait { $0.count == 1 }
+                    _ = try await receiver.wait { $0.count == 1 }
                     // The admin stream (a dashboard) hears of the refusal as it hears of push outcomes.
                     try await admin.wait { events in
                         events.contains { $0.name == "deliveries" && $0.json?.objectValue?["retrying"] == .integer(1) }
