@@ -71,11 +71,11 @@ struct MigrateCommand: AsyncParsableCommand {
 
 /// The connector for `DATABASE_URL`, or exit with the line that says what is wrong with it.
 func databaseConnectorFromEnvironment() -> DatabaseConnector {
-    // Read as `serve` reads it: a blank value is unset, and the sentence is the same.
-    let given = ProcessInfo.processInfo.environment["DATABASE_URL"]
-    guard let url = given?.trimmingCharacters(in: .whitespacesAndNewlines), !url.isEmpty else {
-        fail("liverelay: configuration error: DATABASE_URL is required "
-             + "(a postgres:// URL, e.g. postgres://user:pass@localhost:5432/liverelay)")
+    let url: String
+    do {
+        url = try RelayConfiguration.databaseURL(in: ProcessInfo.processInfo.environment, files: LocalFiles())
+    } catch {
+        fail("\(error)")
     }
     do { return try DatabaseConnector(url: url) } catch { fail("liverelay: configuration error: \(error)") }
 }

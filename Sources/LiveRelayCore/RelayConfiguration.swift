@@ -39,6 +39,13 @@ public struct RelayConfiguration: Sendable {
         (apns == nil ? [] : [.ios]) + (fcm == nil ? [] : [.android])
     }
 
+    /// `DATABASE_URL` alone, read and checked as `fromEnvironment` reads it, for the commands that need only the
+    /// database (`migrate`, `mcp`).
+    public static func databaseURL(in environment: [String: String], files: any ConfigurationFiles)
+        throws(ConfigurationError) -> String {
+        try EnvironmentReader(environment, files: files).postgresURL("DATABASE_URL")
+    }
+
     /// Reads the configuration: every setting is read even after one is refused, and the refusals come back
     /// together (`fromEnvironment` adds what it makes of names it does not read).
     static func reading(_ environment: [String: String], files: any ConfigurationFiles)

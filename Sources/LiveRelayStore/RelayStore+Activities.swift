@@ -19,8 +19,11 @@ extension RelayStore {
         """
     }
 
-    /// One activity as JSON, with its last delivery and the pushes of the last hour (`a` is `activity_registration`):
-    /// pushes only, not the webhook requests its lifecycle events made, which carry its id too.
+    /// The `delivery_log` rows that are an activity's pushes: not the webhook requests its lifecycle events made,
+    /// which carry its id too.
+    static let pushesOfActivity = "activity_id = a.id AND transport IS DISTINCT FROM 'webhook'"
+
+    /// One activity as JSON, with its last delivery and the pushes of the last hour (`a` is `activity_registration`).
     static let activityJSON = """
         json_build_object('id', a.id, 'sessionId', a.session_id, 'platform', a.platform, 'status', a.status,
             'activityType', a.attributes_type, 'attributes', a.attributes, 'contentState', a.content_state,
@@ -35,10 +38,9 @@ extension RelayStore {
             'foreground', liverelay_is_foreground(a.device_uuid, a.secret_hash, a.session_id),
             'lastDelivery', (SELECT json_build_object('status', l.status, 'eventType', l.event_type, 'at', l.created_at,
                                  'latencyMs', l.latency_ms, 'reason', coalesce(l.provider_reason, l.error))
-                             FROM (\(lastOutcome("activity_id = a.id AND transport IS DISTINCT FROM 'webhook'"))) l),
-            'pushesLastHour', (SELECT count(*) FROM delivery_log l WHERE l.activity_id = a.id AND l.status = 'sent'
-                                   AND l.transport IS DISTINCT FROM 'webhook'
-                                   AND l.created_at > now() - interval '1 hour'))::text
+                             FROM (\(lastOutcome(pushesOfActivity))) l),
+            'pushesLastHour', (SELECT count(*) FROM delivery_log WHERE \(pushesOfActivity) AND status = 'sent'
+                                   AND created_at > now() - interval '1 hour'))::text
         """
 
     /// Registers (or re-registers, by external id) an activity; an Android one with a content-state gets a `start`.

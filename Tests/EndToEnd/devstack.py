@@ -104,6 +104,14 @@ class DevStack:
             cursor = conn.execute(query, params)
             return cursor.fetchall() if cursor.description else None
 
+    def wait_for_row(self, query, predicate, timeout=30, message="no such row"):
+        """Polls `query` until `predicate` holds for its first row; returns that row."""
+        deadline = time.time() + timeout
+        while not predicate(row := self.sql(query)[0]):
+            assert time.time() < deadline, f"{message}: {row}"
+            time.sleep(0.1)
+        return row
+
     def transaction(self, statements):
         """Runs (query, params) pairs in one transaction: what they write is committed, and delivered, together."""
         with psycopg.connect(self.database_url.replace("postgres://", "postgresql://")) as conn:

@@ -59,11 +59,9 @@ def test_a_second_run_on_the_same_folder_broadcasts_on_the_demo_channel_the_firs
     home = tempfile.mkdtemp(prefix="liverelay-home-")
     first = DevStack(cwd=home)
     try:
-        deadline = time.time() + 30
-        query = "SELECT apns_channel_id FROM broadcast_channel WHERE name = 'demo-match'"
-        while not (channel_id := first.sql(query)[0][0]):
-            assert time.time() < deadline, "the demo channel was not created at the APNs simulator"
-            time.sleep(0.1)
+        (channel_id,) = first.wait_for_row(
+            "SELECT apns_channel_id FROM broadcast_channel WHERE name = 'demo-match'", lambda row: row[0],
+            message="the demo channel was not created at the APNs simulator")
     finally:
         first.stop(keep_state=True)
     assert first.process.returncode == 0, "\n".join(first.lines[-20:])
@@ -92,11 +90,9 @@ def test_a_demo_channel_that_failed_is_made_anew_by_the_next_run():
         first.stop(keep_state=True)
     second = DevStack(state=first.state)
     try:
-        deadline = time.time() + 30
-        query = "SELECT status, apns_channel_id FROM broadcast_channel WHERE name = 'demo-match'"
-        while (row := second.sql(query)[0])[1] is None:
-            assert time.time() < deadline, f"the demo channel was not made anew: {row}"
-            time.sleep(0.1)
+        row = second.wait_for_row(
+            "SELECT status, apns_channel_id FROM broadcast_channel WHERE name = 'demo-match'",
+            lambda row: row[1] is not None, message="the demo channel was not made anew")
         assert row[0] == "active"
     finally:
         second.stop()
