@@ -31,8 +31,10 @@ struct APNsSimCommand: AsyncParsableCommand {
     var failTokens: [String] = []
     @Option(name: .customLong("sandbox-token"), help: "A token that exists only in the sandbox.")
     var sandboxTokens: [String] = []
-    @Option(help: "Share of requests answered 503.") var rate503 = 0.0
-    @Option(help: "Share of requests answered 429.") var rate429 = 0.0
+    @Option(name: [.customLong("rate-503"), .customLong("rate503")], help: "Share of requests answered 503.")
+    var rate503 = 0.0
+    @Option(name: [.customLong("rate-429"), .customLong("rate429")], help: "Share of requests answered 429.")
+    var rate429 = 0.0
     @Option(help: "retry-after seconds sent with 429/503.") var retryAfter: Int?
     @Option(help: "Share of requests that close their connection unanswered.") var resetRate = 0.0
     @Option(help: "Share of requests after which the server sends GOAWAY and retires the connection.")

@@ -28,8 +28,10 @@ struct FCMSimCommand: AsyncParsableCommand {
     var tokenUri: String?
     @Option(name: .customLong("fail-token"), help: "TOKEN=CODE: answer this token with an FCM error code.")
     var failTokens: [String] = []
-    @Option(help: "Share of requests answered 503.") var rate503 = 0.0
-    @Option(help: "Share of requests answered 429.") var rate429 = 0.0
+    @Option(name: [.customLong("rate-503"), .customLong("rate503")], help: "Share of requests answered 503.")
+    var rate503 = 0.0
+    @Option(name: [.customLong("rate-429"), .customLong("rate429")], help: "Share of requests answered 429.")
+    var rate429 = 0.0
     @Option(help: "Retry-After seconds sent with 429/503.") var retryAfter: Int?
     @Option(help: "Share of requests that close their connection unanswered.") var resetRate = 0.0
     @Option(help: "expires_in of the access tokens issued, seconds.") var accessTokenLifetime = 3600
