@@ -35,7 +35,7 @@ public struct StreamRoutes: Sendable {
         }
         let given = request.uri.queryParameters.getAll("channel").map { String($0) }
         guard !given.isEmpty else {
-            throw APIError.badRequest("channel is required (device:<uuid>, session:<id> or channel:<name>)")
+            throw APIError.badRequest("channel is required (\(StreamChannel.forms))")
         }
         guard given.count <= Self.channelLimit else {
             throw APIError.badRequest(
@@ -43,8 +43,7 @@ public struct StreamRoutes: Sendable {
         }
         let parsed = try given.map { text in
             guard let channel = StreamChannel(parsing: text) else {
-                throw APIError.badRequest(
-                    "channel \(text.excerpt) must be device:<uuid>, session:<id> or channel:<name>")
+                throw APIError.badRequest(StreamChannel.refusal(of: text))
             }
             return channel
         }

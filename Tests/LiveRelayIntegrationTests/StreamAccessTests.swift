@@ -70,8 +70,22 @@ struct StreamAccessTests {
                 let denied = try await api.request(
                     .GET, "/v1/stream?channel=session:ses_theirs", headers: [("X-Relay-Secret", "mine")])
                 #expect(denied.status == 403)
-                let badChannel = try await api.request(.GET, "/v1/stream?channel=everything", headers: RelayHTTP.admin)
-                #expect(badChannel.status == 400)
+                // A channel that names nothing is refused with the rule it breaks, quoting what was sent.
+                let forms = "device:<uuid>, session:<id>, channel:<name>, admin or *"
+                let refusals = [
+                    ("everything", #"channel "everything" must be "# + forms),
+                    ("", #"channel "" must be "# + forms),
+                    ("device:42", #"channel "device:42" does not name a device: device: takes a UUID (device:<uuid>)"#),
+                    ("session:", #"channel "session:" does not name a session: a session id is 1-255 characters"#),
+                    ("channel:a%20b!", #"channel "channel:a%20b!" does not name a broadcast channel: "#
+                        + "a name is 1-64 of A-Z, a-z, 0-9 and _.~%-"),
+                ]
+                for (channel, sentence) in refusals {
+                    let query = channel.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? channel
+                    let refused = try await api.request(.GET, "/v1/stream?channel=\(query)", headers: RelayHTTP.admin)
+                    #expect(refused.status == 400 && refused["error"] == .string(sentence),
+                            "\(channel): \(refused.text)")
+                }
                 [own, browser, allowed].forEach { $0.close() }
             }
         }
