@@ -20,12 +20,17 @@ struct HealthCommand: AsyncParsableCommand {
     @Option(help: "Seconds to wait for the answer.") var timeout: Double = 3
     @Option(help: "Extra PEM trust roots for an https URL (a simulator's CA).") var caFile: String?
 
-    func run() async throws {
-        let target = url ?? Self.defaultURL(environment: ProcessInfo.processInfo.environment)
-        guard let parsed = URL(string: target), ["http", "https"].contains(parsed.scheme ?? "") else {
-            throw ValidationError("--url must be an http:// or https:// URL, got \(target)")
+    /// Checked while the options are parsed, so that a mistake is shown with this command's usage.
+    func validate() throws {
+        if let url, !Self.isHTTP(url) {
+            throw ValidationError("--url must be an http:// or https:// URL, got \(url)")
         }
         guard timeout > 0, timeout <= 60 else { throw ValidationError("--timeout must be in (0, 60] seconds") }
+    }
+
+    func run() async throws {
+        let target = url ?? Self.defaultURL(environment: ProcessInfo.processInfo.environment)
+        guard Self.isHTTP(target) else { fail("liverelay health: HOST and PORT make \(target), which is not a URL") }
         var configuration = HTTPClient.Configuration()
         configuration.redirectConfiguration = .disallow
         if let caFile {
@@ -50,6 +55,11 @@ struct HealthCommand: AsyncParsableCommand {
             fail("liverelay health: \(target) answered \(status)\(body.flatMap(Self.failingChecks) ?? "")")
         }
         print("liverelay health: \(target) answered 200")
+    }
+
+    static func isHTTP(_ text: String) -> Bool {
+        guard let parsed = URL(string: text), parsed.host != nil else { return false }
+        return ["http", "https"].contains(parsed.scheme ?? "")
     }
 
     /// "Connection refused" for a socket's error (AsyncHTTPClient's own description wraps it in NIO's call text).

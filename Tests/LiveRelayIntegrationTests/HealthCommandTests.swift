@@ -22,7 +22,7 @@ struct HealthCommandTests {
         }
     }
 
-    @Test("exits 1 with the reason when nothing answers; refuses a URL that is not http(s)")
+    @Test("exits 1 with the reason when nothing answers; refuses a URL that is not http(s) with its own usage")
     func notReady() async throws {
         let port = LocalPostgres.freePort()
         let down = try RelayProcess(arguments: ["health", "--url", "http://127.0.0.1:\(port)/ready", "--timeout", "2"],
@@ -34,5 +34,9 @@ struct HealthCommandTests {
         let invalid = try RelayProcess(arguments: ["health", "--url", "ftp://example.invalid/"], environment: [:])
         #expect(try await invalid.waitForExit() != 0)
         #expect(invalid.output.contains("--url must be an http:// or https:// URL"), "health said: \(invalid.output)")
+        #expect(invalid.output.contains("Usage: liverelay health"), "the usage shown is health's: \(invalid.output)")
+        let hostless = try RelayProcess(arguments: ["health", "--url", "http:/ready"], environment: [:])
+        #expect(try await hostless.waitForExit() == 64)
+        #expect(hostless.output.contains("got http:/ready"), "health said: \(hostless.output)")
     }
 }
