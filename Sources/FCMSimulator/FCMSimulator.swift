@@ -90,6 +90,9 @@ public final class FCMSimulator: Sendable {
         router.get("sim/faults") { _, _ in try Self.json(.ok, self.state.withLock { $0.faults }) }
         router.post("sim/faults") { request, context in
             let faults = try await request.decode(as: FCMSimulatorFaults.self, context: context)
+            let problems = faults.problems()
+            // Refused whole, as a flag would be: the faults in force stay.
+            guard problems.isEmpty else { throw HTTPError(.badRequest, message: problems.joined(separator: "; ")) }
             self.state.withLock { $0.faults = faults }
             return try Self.json(.ok, faults)
         }

@@ -45,19 +45,31 @@ struct APNsSimCommand: AsyncParsableCommand {
     var channelsFile: String?
     @Flag(help: "Do not print a line per push.") var quiet = false
 
-    func run() async throws {
-        let logger = bootstrapLogging()
-        let key = try DevKeys.loadOrCreateKey(at: keyFile)
-        let certificate = try SimulatorCertificate.generate(hosts: ["localhost"] + hostnames)
-        try DevKeys.write(certificate.caPEM, to: caOut)
+    /// The faults the flags ask for.
+    var faults: SimulatorFaults {
         var faults = SimulatorFaults()
-        faults.tokenErrors = try tokenPairs(failTokens, option: "--fail-token")
+        faults.tokenErrors = tokenPairs(failTokens)
         faults.sandboxTokens = sandboxTokens
         faults.rate503 = rate503
         faults.rate429 = rate429
         faults.retryAfterSeconds = retryAfter
         faults.resetRate = resetRate
         faults.goAwayRate = goawayRate
+        return faults
+    }
+
+    func validate() throws {
+        let flags = ["rate503": "--rate-503", "rate429": "--rate-429", "retryAfterSeconds": "--retry-after",
+                     "resetRate": "--reset-rate", "goAwayRate": "--goaway-rate"]
+        try refuse(pairProblems(failTokens, option: "--fail-token") + faults.problems { flags[$0] ?? $0 }
+            + [FaultRules.portProblem(port)].compactMap { $0 })
+    }
+
+    func run() async throws {
+        let logger = bootstrapLogging()
+        let key = try DevKeys.loadOrCreateKey(at: keyFile)
+        let certificate = try SimulatorCertificate.generate(hosts: ["localhost"] + hostnames)
+        try DevKeys.write(certificate.caPEM, to: caOut)
         let simulator = APNsSimulator(
             credentials: .init(publicKey: key.publicKey, keyID: keyId, teamID: teamId), certificate: certificate,
             faults: faults, printPushes: !quiet, channelsFile: channelsFile.map { URL(fileURLWithPath: $0) },
@@ -71,15 +83,27 @@ struct APNsSimCommand: AsyncParsableCommand {
     }
 }
 
-/// `TOKEN=VALUE` options (the simulators' `--fail-token`) as a dictionary.
-func tokenPairs(_ entries: [String], option: String) throws -> [String: String] {
+/// A simulator's flags that break its rules, refused together with the command's usage.
+func refuse(_ problems: [String]) throws {
+    guard !problems.isEmpty else { return }
+    throw ValidationError(problems.joined(separator: "\n"))
+}
+
+/// `TOKEN=VALUE` options (the simulators' `--fail-token`) as a dictionary; an entry without `=` is left out (and
+/// refused by `pairProblems`).
+func tokenPairs(_ entries: [String]) -> [String: String] {
     var pairs: [String: String] = [:]
     for entry in entries {
         let parts = entry.split(separator: "=", maxSplits: 1).map(String.init)
-        guard parts.count == 2 else { throw ValidationError("\(option) takes TOKEN=VALUE, got \(entry)") }
-        pairs[parts[0]] = parts[1]
+        if parts.count == 2 { pairs[parts[0]] = parts[1] }
     }
     return pairs
+}
+
+/// The entries of a `TOKEN=VALUE` option that are not such a pair.
+func pairProblems(_ entries: [String], option: String) -> [String] {
+    entries.filter { $0.split(separator: "=", maxSplits: 1).count != 2 }
+        .map { "\(option) takes TOKEN=VALUE, got \($0)" }
 }
 
 /// The development key pair and files of `liverelay dev` and `apns-sim`.

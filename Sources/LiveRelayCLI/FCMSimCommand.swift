@@ -39,18 +39,30 @@ struct FCMSimCommand: AsyncParsableCommand {
     var hostnames: [String] = []
     @Flag(help: "Do not print a line per message.") var quiet = false
 
-    func run() async throws {
-        let logger = bootstrapLogging()
-        let key = try FCMDevKeys.loadOrCreateKey(at: keyFile)
-        let certificate = try SimulatorCertificate.generate(hosts: ["localhost"] + hostnames)
-        try DevKeys.write(certificate.caPEM, to: caOut)
+    /// The faults the flags ask for.
+    var faults: FCMSimulatorFaults {
         var faults = FCMSimulatorFaults()
-        faults.tokenErrors = try tokenPairs(failTokens, option: "--fail-token")
+        faults.tokenErrors = tokenPairs(failTokens)
         faults.rate503 = rate503
         faults.rate429 = rate429
         faults.retryAfterSeconds = retryAfter
         faults.resetRate = resetRate
         faults.accessTokenLifetimeSeconds = accessTokenLifetime
+        return faults
+    }
+
+    func validate() throws {
+        let flags = ["rate503": "--rate-503", "rate429": "--rate-429", "retryAfterSeconds": "--retry-after",
+                     "resetRate": "--reset-rate", "accessTokenLifetimeSeconds": "--access-token-lifetime"]
+        try refuse(pairProblems(failTokens, option: "--fail-token") + faults.problems { flags[$0] ?? $0 }
+            + [FaultRules.portProblem(port)].compactMap { $0 })
+    }
+
+    func run() async throws {
+        let logger = bootstrapLogging()
+        let key = try FCMDevKeys.loadOrCreateKey(at: keyFile)
+        let certificate = try SimulatorCertificate.generate(hosts: ["localhost"] + hostnames)
+        try DevKeys.write(certificate.caPEM, to: caOut)
         let (host, projectID, accountOut, caOut, givenURI) = (host, projectId, serviceAccountOut, caOut, tokenUri)
         let simulator = try FCMSimulator(
             credentials: FCMSimulator.credentials(key: key, projectID: projectID, tokenURI: ""),

@@ -7,6 +7,7 @@ import ssl
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -69,3 +70,41 @@ def test_fcm_simulator_takes_the_fault_options_the_readme_documents():
 def test_the_spelling_without_a_dash_still_works():
     faults = faults_of("apns-sim", ["--rate503", "0.3", "--rate429", "0.1"])
     assert (faults["rate503"], faults["rate429"]) == (0.3, 0.1)
+
+
+def test_fault_options_out_of_range_are_refused_together_with_the_simulators_usage():
+    refused = subprocess.run([binary(), "fcm-sim", "--fail-token", "x", "--rate-503", "20", "--rate-429=-1",
+                              "--access-token-lifetime", "0", "--port", "70000"],
+                             capture_output=True, text=True, timeout=30)
+    assert refused.returncode == 64, refused.stderr
+    for sentence in ("--fail-token takes TOKEN=VALUE, got x",
+                     "--rate-503 is a share of requests from 0 to 1 (0.2 is 20%), not 20.0",
+                     "--rate-429 is a share of requests from 0 to 1 (0.2 is 20%), not -1.0",
+                     "--access-token-lifetime must be 1 or more, not 0",
+                     "--port must be from 0 (any free port) to 65535, not 70000",
+                     "Usage: liverelay fcm-sim"):
+        assert sentence in refused.stderr, refused.stderr
+    both = subprocess.run([binary(), "apns-sim", "--rate-503", "0.7", "--rate-429", "0.5"],
+                          capture_output=True, text=True, timeout=30)
+    assert both.returncode == 64
+    assert "--rate-503 and --rate-429 together are more than every request (1.2)" in both.stderr, both.stderr
+
+
+@pytest.mark.parametrize("command", ["apns-sim", "fcm-sim"])
+def test_sim_faults_refuses_a_share_out_of_range_and_keeps_the_faults_in_force(command):
+    process, base, tls = run_simulator(command, ["--rate-503", "0.1"])
+    try:
+        body = b'{"rate503": 20, "delayMilliseconds": -5}'
+        request = urllib.request.Request(base + "/sim/faults", method="POST", data=body,
+                                         headers={"Content-Type": "application/json"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, context=tls, timeout=10)
+        assert refused.value.code == 400
+        message = json.load(refused.value)["error"]["message"]
+        assert message == ("rate503 is a share of requests from 0 to 1 (0.2 is 20%), not 20.0; "
+                           "delayMilliseconds must be 0 or more, not -5")
+        with urllib.request.urlopen(base + "/sim/faults", context=tls, timeout=10) as answer:
+            assert json.load(answer)["rate503"] == 0.1
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
