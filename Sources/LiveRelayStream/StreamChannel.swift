@@ -22,18 +22,26 @@ public enum StreamChannel: Hashable, Sendable {
             && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || "_.~%-".contains($0)) }
     }
 
+    /// What follows `prefix` in `text`; nil when `text` does not begin with it.
+    static func rest(of text: String, after prefix: String) -> Substring? {
+        text.hasPrefix(prefix) ? text.dropFirst(prefix.count) : nil
+    }
+
     /// Nil for anything that is not one of the five forms.
     public init?(parsing text: String) {
         switch text {
         case "admin": self = .admin
         case "*": self = .every
         default:
-            if text.hasPrefix("device:"), let uuid = UUID(uuidString: String(text.dropFirst(7))) {
+            if let rest = Self.rest(of: text, after: "device:") {
+                guard let uuid = UUID(uuidString: String(rest)) else { return nil }
                 self = .device(uuid)
-            } else if text.hasPrefix("session:"), (1...Self.maximumSessionIDLength).contains(text.count - 8) {
-                self = .session(String(text.dropFirst(8)))
-            } else if text.hasPrefix("channel:"), Self.isChannelName(text.dropFirst(8)) {
-                self = .broadcast(String(text.dropFirst(8)))
+            } else if let rest = Self.rest(of: text, after: "session:") {
+                guard (1...Self.maximumSessionIDLength).contains(rest.count) else { return nil }
+                self = .session(String(rest))
+            } else if let rest = Self.rest(of: text, after: "channel:") {
+                guard Self.isChannelName(rest) else { return nil }
+                self = .broadcast(String(rest))
             } else {
                 return nil
             }
