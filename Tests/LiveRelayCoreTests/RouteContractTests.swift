@@ -172,11 +172,11 @@ struct RouteContractTests {
             let long = try await client.execute(
                 uri: "/v1/stream?channel=x\(String(repeating: "y", count: 5000))", method: .get, headers: own)
             let said = try #require(Self.json(long)?.objectValue?["error"]?.stringValue)
-            #expect(said.hasPrefix("channel xyyy") && said.contains("…") && said.count < 200, "\(said)")
+            #expect(said.hasPrefix("channel \"xyyy") && said.contains("…") && said.count < 200, "\(said)")
             // What a sentence quotes back shows control characters written out, never as they came.
             let control = try await client.execute(uri: "/v1/stream?channel=a%1B%5B2Jb%0Ac", method: .get, headers: own)
             #expect(Self.json(control)?.objectValue?["error"]?.stringValue?
-                .hasPrefix(#"channel a\u{1B}[2Jb\u{A}c must be"#) == true, "\(String(buffer: control.body))")
+                .hasPrefix(#"channel "a\u{1B}[2Jb\u{A}c" must be"#) == true, "\(String(buffer: control.body))")
 
             #expect(try await client.execute(uri: "/v1/devices/\(device)/token", method: .post).status
                 == .unauthorized)
