@@ -40,6 +40,7 @@ extension RelayStore {
         for write in writes {
             if let refusal = Self.messageLengthRefusal(write.message) { throw StoreError.invalidArgument(refusal) }
         }
+        if let refusal = Self.repeatedDeviceRefusal(writes) { throw StoreError.invalidArgument(refusal) }
         let devices = writes.map(\.device), messages = writes.map(\.message), authors = writes.map(\.updatedBy)
         if merge {
             try await execute("""
@@ -47,12 +48,36 @@ extension RelayStore {
                 SELECT * FROM unnest(\(devices)::uuid[], \(messages)::text[], \(authors)::text[])
                 ON CONFLICT (device_uuid) DO UPDATE SET message = excluded.message, updated_by = excluded.updated_by
                 """)
-        } else {
+            return
+        }
+        do {
             try await execute("""
                 INSERT INTO device_live_activity_message (device_uuid, message, updated_by)
                 SELECT * FROM unnest(\(devices)::uuid[], \(messages)::text[], \(authors)::text[])
                 """)
+        } catch StoreError.conflict {
+            // The database names the key only in its detail: look up which device has its row already.
+            let taken = try await values("""
+                SELECT device_uuid FROM device_live_activity_message WHERE device_uuid = ANY(\(devices)::uuid[])
+                ORDER BY device_uuid LIMIT 1
+                """, as: UUID.self).first
+            let device = taken.map { "device \($0.uuidString.lowercased())" } ?? "a device of this request"
+            throw StoreError.conflict(
+                "\(device) has a message already: send Prefer: resolution=merge-duplicates to replace it")
         }
+    }
+
+    /// Why writes that name one device twice are refused (which row wins would be a guess); nil when none does.
+    static func repeatedDeviceRefusal(_ writes: [DeviceMessageWrite]) -> String? {
+        var firstRow: [UUID: Int] = [:]
+        for (index, write) in writes.enumerated() {
+            if let first = firstRow[write.device] {
+                return "device_uuid \(write.device.uuidString.lowercased()) is given twice (rows \(first + 1) and "
+                    + "\(index + 1)): a device has one message, so send it once"
+            }
+            firstRow[write.device] = index
+        }
+        return nil
     }
 
     /// Sets the message of the device a selector names, and returns it as stored with the number of the device's

@@ -129,6 +129,18 @@ struct StreamTests {
                 let duplicate = try await api.post(
                     "/rest/v1/device_live_activity_message", body, headers: RelayHTTP.admin)
                 #expect(duplicate.status == 409 && duplicate["ok"] == .bool(false))
+                #expect(duplicate["error"] == .string("device \(device.uuidString.lowercased()) has a message already: "
+                                                      + "send Prefer: resolution=merge-duplicates to replace it"),
+                        "\(duplicate.text)")
+                // One device twice in one request is refused whole, with or without merge (which row wins would be
+                // a guess): before, the upsert's own refusal of a row changed twice was a 500.
+                let twice = "[\(body),\(body.replacingOccurrences(of: "at 4", with: "at 6"))]"
+                for headers in [RelayHTTP.admin, RelayHTTP.admin + [("Prefer", "resolution=merge-duplicates")]] {
+                    let refused = try await api.post("/rest/v1/device_live_activity_message", twice, headers: headers)
+                    #expect(refused.status == 400 && refused["error"] == .string(
+                        "device_uuid \(device.uuidString.lowercased()) is given twice (rows 1 and 2): a device has one "
+                            + "message, so send it once"), "\(refused.status) \(refused.text)")
+                }
                 let messageBody = { (message: String) in
                     #"{"device_uuid":"\#(device.uuidString.lowercased())","message":"\#(message)"}"#
                 }
