@@ -42,6 +42,14 @@ extension RelayStore {
         .notFound("there is no channel named \(name.excerpt)")
     }
 
+    /// Why a name cannot be created: the channel that has it, and for one that is over (deleted or failed, whose row
+    /// stays with its history) how to free the name.
+    static func takenName(_ name: String, status: ChannelStatus?) -> String {
+        guard let status, status == .deleted || status == .failed else { return "a channel named \(name) exists already" }
+        return "a channel named \(name) exists already (\(status.rawValue); its row keeps its history): choose another "
+            + "name, or free this one with DELETE FROM broadcast_channel WHERE name = '\(name)'"
+    }
+
     /// Which of `names` are channels (rows of `broadcast_channel`, whatever their status).
     public func existingChannels(among names: [String]) async throws -> Set<String> {
         Set(try await values("SELECT name FROM broadcast_channel WHERE name = ANY(\(names))", as: String.self))
@@ -61,7 +69,9 @@ extension RelayStore {
                 """)
         } catch StoreError.conflict {
             // (withConnection has made the unique violation a StoreError already.)
-            throw StoreError.conflict("a channel named \(new.name) exists already")
+            let status = try await values(
+                "SELECT status FROM broadcast_channel WHERE name = \(new.name)", as: String.self).first
+            throw StoreError.conflict(Self.takenName(new.name, status: status.flatMap(ChannelStatus.init)))
         }
         return try await channel(named: new.name)
     }

@@ -157,6 +157,15 @@ struct ChannelRoutesTests {
                 #expect(try await api.request(.DELETE, "/v1/channels/nope", headers: RelayHTTP.admin).status == 404)
                 let listed = try await api.request(.GET, "/v1/channels?status=deleted", headers: RelayHTTP.admin)
                 #expect(listed.json?.arrayValue?.count == 1)
+                // A deleted channel's row keeps its name: the refusal says so, and how to free it.
+                let reused = try await api.post("/v1/channels", #"{"name": "route-1"}"#, headers: RelayHTTP.admin)
+                #expect(reused.status == 409 && reused["error"] == .string(
+                    "a channel named route-1 exists already (deleted; its row keeps its history): choose another "
+                        + "name, or free this one with DELETE FROM broadcast_channel WHERE name = 'route-1'"),
+                        "\(reused.text)")
+                try await h.sql("DELETE FROM broadcast_channel WHERE name = 'route-1'")
+                let again = try await api.post("/v1/channels", #"{"name": "route-1"}"#, headers: RelayHTTP.admin)
+                #expect(again.status == 201 && again["status"] == .string("active"), "\(again.text)")
                 stream.close()
             }
         }
