@@ -5,7 +5,6 @@ import os
 import socket
 import ssl
 import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -15,9 +14,9 @@ import pytest
 from devstack import binary, free_port
 
 
-def run_simulator(command, options):
-    """Starts `liverelay <command>` on a free port with `options`; returns its process, base URL and TLS context."""
-    folder = tempfile.mkdtemp(prefix="liverelay-sim-")
+def run_simulator(command, options, folder):
+    """Starts `liverelay <command>` on a free port with `options`, its files in `folder`; returns its process, base URL
+    and TLS context."""
     port = free_port()
     ca = os.path.join(folder, "ca.pem")
     key = os.path.join(folder, "key.p8" if command == "apns-sim" else "key.pem")
@@ -39,8 +38,8 @@ def run_simulator(command, options):
     return process, f"https://127.0.0.1:{port}", ssl.create_default_context(cafile=ca)
 
 
-def faults_of(command, options):
-    process, base, tls = run_simulator(command, options)
+def faults_of(command, options, folder):
+    process, base, tls = run_simulator(command, options, folder)
     try:
         with urllib.request.urlopen(base + "/sim/faults", context=tls, timeout=10) as answer:
             return json.load(answer)
@@ -49,26 +48,26 @@ def faults_of(command, options):
         process.wait(timeout=10)
 
 
-def test_apns_simulator_takes_the_fault_options_the_readme_documents():
+def test_apns_simulator_takes_the_fault_options_the_readme_documents(tmp_path):
     faults = faults_of("apns-sim", ["--fail-token", "dead01=Unregistered", "--sandbox-token", "sandbox01",
                                     "--rate-503", "0.2", "--rate-429", "0.05", "--retry-after", "1",
-                                    "--reset-rate", "0.01", "--goaway-rate", "0.01"])
+                                    "--reset-rate", "0.01", "--goaway-rate", "0.01"], tmp_path)
     assert faults["tokenErrors"] == {"dead01": "Unregistered"}
     assert faults["sandboxTokens"] == ["sandbox01"]
     assert (faults["rate503"], faults["rate429"], faults["retryAfterSeconds"]) == (0.2, 0.05, 1)
     assert (faults["resetRate"], faults["goAwayRate"]) == (0.01, 0.01)
 
 
-def test_fcm_simulator_takes_the_fault_options_the_readme_documents():
+def test_fcm_simulator_takes_the_fault_options_the_readme_documents(tmp_path):
     faults = faults_of("fcm-sim", ["--fail-token", "dead02=UNREGISTERED", "--rate-503", "0.2", "--rate-429", "0.05",
-                                   "--retry-after", "2", "--reset-rate", "0.01", "--access-token-lifetime", "600"])
+                                   "--retry-after", "2", "--reset-rate", "0.01", "--access-token-lifetime", "600"], tmp_path)
     assert faults["tokenErrors"] == {"dead02": "UNREGISTERED"}
     assert (faults["rate503"], faults["rate429"], faults["retryAfterSeconds"]) == (0.2, 0.05, 2)
     assert (faults["resetRate"], faults["accessTokenLifetimeSeconds"]) == (0.01, 600)
 
 
-def test_the_spelling_without_a_dash_still_works():
-    faults = faults_of("apns-sim", ["--rate503", "0.3", "--rate429", "0.1"])
+def test_the_spelling_without_a_dash_still_works(tmp_path):
+    faults = faults_of("apns-sim", ["--rate503", "0.3", "--rate429", "0.1"], tmp_path)
     assert (faults["rate503"], faults["rate429"]) == (0.3, 0.1)
 
 
@@ -91,8 +90,8 @@ def test_fault_options_out_of_range_are_refused_together_with_the_simulators_usa
 
 
 @pytest.mark.parametrize("command", ["apns-sim", "fcm-sim"])
-def test_sim_faults_refuses_a_share_out_of_range_and_keeps_the_faults_in_force(command):
-    process, base, tls = run_simulator(command, ["--rate-503", "0.1"])
+def test_sim_faults_refuses_a_share_out_of_range_and_keeps_the_faults_in_force(command, tmp_path):
+    process, base, tls = run_simulator(command, ["--rate-503", "0.1"], tmp_path)
     try:
         body = b'{"rate503": 20, "delayMilliseconds": -5}'
         request = urllib.request.Request(base + "/sim/faults", method="POST", data=body,
