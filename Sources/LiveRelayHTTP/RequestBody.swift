@@ -11,14 +11,26 @@ extension Request {
         // The project's parser reads the body first: it says where a body stops being JSON (Foundation on Linux
         // does not), and refuses a key given twice, of which Foundation would take the first and every other reader
         // of the same text the last.
-        if let problem = BodyFields.syntaxProblem(in: buffer) {
-            throw APIError.badRequest("the body must be JSON (\(problem))")
+        let parsed: JSONValue
+        switch BodyFields.parse(buffer) {
+        case .success(let value): parsed = value
+        case .failure(let problem): throw APIError.badRequest("the body must be JSON (\(problem.text))")
         }
+        let read = FieldNamesRead()
+        let decoder = JSONDecoder()
+        decoder.userInfo[.fieldNamesRead] = read
+        // A misspelt field explains a refusal better than the refusal itself ("secret is required" for "Secret").
+        let misspelling = { BodyFields.misspelling(in: parsed, fields: read.names).map(APIError.badRequest) }
+        let body: Body
         do {
-            return try JSONDecoder().decode(Body.self, from: Data(buffer: buffer))
+            body = try decoder.decode(Body.self, from: Data(buffer: buffer))
         } catch let error as DecodingError {
-            throw APIError.badRequest(BodyFields.sentence(for: error))
+            throw misspelling() ?? APIError.badRequest(BodyFields.sentence(for: error))
+        } catch {
+            throw misspelling() ?? error
         }
+        if let misspelt = misspelling() { throw misspelt }
+        return body
     }
 }
 
@@ -35,17 +47,25 @@ struct BodyFields {
 
     let container: KeyedDecodingContainer<Key>
 
+    /// Where the names of the fields read are recorded, when the decoder carries a place for them.
+    let read: FieldNamesRead?
+
     init(_ decoder: any Decoder) throws {
         guard let container = try? decoder.container(keyedBy: Key.self) else {
             throw APIError.badRequest("the body must be a JSON object")
         }
         self.container = container
+        read = decoder.userInfo[.fieldNamesRead] as? FieldNamesRead
     }
 
-    func has(_ name: String) -> Bool { container.contains(Key(name)) }
+    func has(_ name: String) -> Bool {
+        read?.names.insert(name)
+        return container.contains(Key(name))
+    }
 
     /// The member as any JSON value; nil when missing or null.
     func value(_ name: String) throws -> JSONValue? {
+        read?.names.insert(name)
         let value = try container.decodeIfPresent(JSONValue.self, forKey: Key(name))
         return value == .null ? nil : value
     }
@@ -171,15 +191,19 @@ struct BodyFields {
         }
     }
 
-    /// Where the body stops being JSON, as the project's parser says it ("expected ',' or '}' at byte 12"): Foundation
-    /// on Linux says only that the data was not valid JSON. Nil for a body the parser reads.
-    static func syntaxProblem(in body: ByteBuffer) -> String? {
-        guard body.readableBytes > 0 else { return "it is empty" }
+    /// Where a body stops being JSON, as the project's parser says it ("expected ',' or '}' at byte 12"): Foundation
+    /// on Linux says only that the data was not valid JSON.
+    struct SyntaxProblem: Error {
+        var text: String
+    }
+
+    /// The body as the project's parser reads it, or the `SyntaxProblem` that stops it.
+    static func parse(_ body: ByteBuffer) -> Result<JSONValue, SyntaxProblem> {
+        guard body.readableBytes > 0 else { return .failure(SyntaxProblem(text: "it is empty")) }
         do {
-            _ = try JSONValue(parsing: String(buffer: body))
-            return nil
+            return .success(try JSONValue(parsing: String(buffer: body)))
         } catch {
-            return (error as? DecodingError)?.jsonSyntaxProblem
+            return .failure(SyntaxProblem(text: (error as? DecodingError)?.jsonSyntaxProblem ?? "it could not be read"))
         }
     }
 

@@ -125,6 +125,31 @@ struct RouteContractTests {
         }
     }
 
+    @Test("a field's name written another way (case, _ or -) is refused, naming the field, instead of being dropped")
+    func misspeltFields() async throws {
+        let cases: [(String, String, String)] = [
+            ("/v1/device/register", #"{"secret":"x","deviceToken":"ab","devicename":"Phone"}"#,
+             "devicename is not a field of this body: did you mean deviceName?"),
+            // The refusal a misspelling causes is explained by the misspelling.
+            ("/v1/device/register", #"{"Secret":"x","deviceToken":"ab"}"#,
+             "Secret is not a field of this body: did you mean secret?"),
+            ("/v1/activity/register", #"{"secret":"x","sessionId":"s","activityToken":"ab"}"#,
+             "sessionId is not a field of this body: did you mean sessionID?"),
+            ("/v1/live-activities", #"{"token":"ab","content_state":{"a":1},"external_id":"e"}"#,
+             "content_state is not a field of this body: did you mean contentState?"),
+            ("/rest/v1/device_live_activity_message", #"[{"deviceUUID":"\#(UUID())","message":"m"}]"#,
+             "deviceUUID is not a field of this body: did you mean device_uuid?"),
+        ]
+        try await Self.withRouter { client in
+            for (path, body, sentence) in cases {
+                let reply = try await client.execute(
+                    uri: path, method: .post, headers: Self.headers(Self.admin), body: ByteBuffer(string: body))
+                #expect(reply.status == .badRequest && Self.json(reply)?.objectValue?["error"] == .string(sentence),
+                        "\(path) \(body): \(String(buffer: reply.body))")
+            }
+        }
+    }
+
     @Test("admin routes: 401 without a credential or with a wrong token, 403 for a device token or a pairing secret")
     func adminRoutes() async throws {
         let device = UUID()
