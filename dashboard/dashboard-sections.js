@@ -170,6 +170,9 @@ function subject(row) {
 // ---- Webhooks ----
 
 const ALL_EVENTS = 6;
+// A receiver that takes an event at the first attempt leaves nothing on the stream: while an enabled endpoint has
+// events waiting, the list is read again every two seconds, until none waits (a paused one's wait for Resume).
+let webhooksRecheck = null;
 
 async function loadWebhooks() {
   const endpoints = await api('/v1/webhooks');
@@ -189,6 +192,10 @@ async function loadWebhooks() {
       cell('Actions', toggle));
   }));
   $('webhooks-empty').hidden = endpoints.length > 0;
+  clearTimeout(webhooksRecheck);
+  if (endpoints.some((endpoint) => endpoint.enabled && endpoint.pending > 0)) {
+    webhooksRecheck = setTimeout(() => refresh('webhooks'), 2000);
+  }
 }
 
 async function setWebhookEnabled(id, enabled) {

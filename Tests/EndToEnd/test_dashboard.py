@@ -15,6 +15,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from devstack import free_port
+from test_webhooks import Receiver
 
 IPHONE = "00000000-0000-4000-8000-000000000001"
 
@@ -310,6 +311,34 @@ def test_a_refusing_webhook_shows_why_and_is_paused_and_resumed_from_the_page(st
              message="the endpoint resumed", shown=row_text)
     finally:
         stack.api("DELETE", f"/v1/webhooks/{created['id']}")
+
+
+def test_a_webhook_event_taken_at_the_first_attempt_leaves_the_waiting_count(stack, page):
+    """A receiver that answers after a second: the page shows the event waiting, then, with no other event on the
+    stream (a first-attempt success announces nothing), nothing waiting."""
+    sign_in(page, stack)
+    receiver = Receiver(delay=1.5)
+    url = f"http://127.0.0.1:{receiver.server_address[1]}/slow-{uuid.uuid4().hex[:6]}"
+    status, created, _ = stack.api("POST", "/v1/webhooks", {"url": url, "events": ["live_activity.updated"]})
+    assert status == 201, created
+
+    def waiting():
+        rows = [r for r in page.find_elements(By.CSS_SELECTOR, "#webhooks tbody tr") if url in r.text]
+        return rows[0].find_element(By.CSS_SELECTOR, "td[data-label='Waiting']").text if rows else ""
+    try:
+        state = json.dumps({"status": "working", "sessionTitle": "Demo", "lastMessage": "slow " + url[-6:],
+                            "retryInfo": None})
+        stack.sql("UPDATE activity_registration SET content_state = %s::jsonb WHERE session_id = 'demo-session'",
+                  (state,))
+        # The demo session has an iPhone's and an Android phone's activity: one event each.
+        wait(page, lambda: re.match(r"[12] since ", waiting()), timeout=10, message="the events waiting",
+             shown=waiting)
+        receiver.wait(lambda items: len(items) >= 2)
+        wait(page, lambda: waiting() == "0", timeout=6, message="nothing waiting once the receiver took it",
+             shown=waiting)
+    finally:
+        stack.api("DELETE", f"/v1/webhooks/{created['id']}")
+        receiver.shutdown()
 
 
 def test_a_long_last_delivery_never_breaks_the_content_states_words(stack, page):

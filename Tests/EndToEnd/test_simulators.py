@@ -60,7 +60,8 @@ def test_apns_simulator_takes_the_fault_options_the_readme_documents(tmp_path):
 
 def test_fcm_simulator_takes_the_fault_options_the_readme_documents(tmp_path):
     faults = faults_of("fcm-sim", ["--fail-token", "dead02=UNREGISTERED", "--rate-503", "0.2", "--rate-429", "0.05",
-                                   "--retry-after", "2", "--reset-rate", "0.01", "--access-token-lifetime", "600"], tmp_path)
+                                   "--retry-after", "2", "--reset-rate", "0.01", "--access-token-lifetime", "600"],
+                       tmp_path)
     assert faults["tokenErrors"] == {"dead02": "UNREGISTERED"}
     assert (faults["rate503"], faults["rate429"], faults["retryAfterSeconds"]) == (0.2, 0.05, 2)
     assert (faults["resetRate"], faults["accessTokenLifetimeSeconds"]) == (0.01, 600)

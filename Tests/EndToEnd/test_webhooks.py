@@ -22,13 +22,15 @@ def readme_example():
 
 
 class Receiver(http.server.ThreadingHTTPServer):
-    def __init__(self):
+    """A plain HTTP server that takes every webhook request (204), after `delay` seconds."""
+    def __init__(self, delay=0):
         self.received = []
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
+                time.sleep(delay)  # a receiver that takes its time to answer
                 outer.received.append((dict(self.headers), body))
                 self.send_response(204)
                 self.end_headers()
