@@ -45,7 +45,9 @@ extension RelayStore {
     /// Why a name cannot be created: the channel that has it, and for one that is over (deleted or failed, whose row
     /// stays with its history) how to free the name.
     static func takenName(_ name: String, status: ChannelStatus?) -> String {
-        guard let status, status == .deleted || status == .failed else { return "a channel named \(name) exists already" }
+        guard let status, status == .deleted || status == .failed else {
+            return "a channel named \(name) exists already"
+        }
         return "a channel named \(name) exists already (\(status.rawValue); its row keeps its history): choose another "
             + "name, or free this one with DELETE FROM broadcast_channel WHERE name = '\(name)'"
     }
