@@ -1,3 +1,12 @@
+/// The faults both simulators inject, by the names `POST /sim/faults` gives them.
+public protocol CommonFaults {
+    var rate503: Double { get }
+    var rate429: Double { get }
+    var resetRate: Double { get }
+    var retryAfterSeconds: Int? { get }
+    var delayMilliseconds: Int { get }
+}
+
 /// The rules the simulators' fault settings follow, whether they come from flags or `POST /sim/faults`: each
 /// broken rule is one sentence naming the setting, so a typo (`--rate-503 20` for 20%) is refused instead of making
 /// every request fail.
@@ -8,6 +17,16 @@ public struct FaultRules {
 
     public init(naming named: @escaping (String) -> String) {
         self.named = named
+    }
+
+    /// The rules of the faults both simulators inject.
+    public mutating func common(_ faults: some CommonFaults) {
+        share("rate503", faults.rate503)
+        share("rate429", faults.rate429)
+        share("resetRate", faults.resetRate)
+        shares("rate503", "rate429", sum: faults.rate503 + faults.rate429)
+        atLeast(0, "retryAfterSeconds", faults.retryAfterSeconds)
+        atLeast(0, "delayMilliseconds", faults.delayMilliseconds)
     }
 
     /// A share of requests: 0 to 1.
