@@ -34,8 +34,20 @@ enum InternetDate {
     static func parse(_ text: String) -> Date? {
         guard text.utf8.count <= 64, let match = text.wholeMatch(of: shape) else { return nil }
         let (_, wholeSeconds, fraction, zone) = match.output
-        guard let date = ISO8601DateFormatter().date(from: String(wholeSeconds + zone)) else { return nil }
+        guard let date = ISO8601DateFormatter().date(from: String(wholeSeconds + zone)),
+              written(date, in: zone) == wholeSeconds else { return nil }
         // Nine digits are a nanosecond, more than a Date holds.
         return date.addingTimeInterval(fraction.flatMap { Double("0" + $0.prefix(10)) } ?? 0)
+    }
+
+    /// `date` written again as it was read, in its own offset and without it. The formatter rolls a day or time that
+    /// does not exist over into one that does (February 30th into March 2nd, 24:00 into the next day), so a date-time
+    /// that is not one reads back differently.
+    static func written(_ date: Date, in zone: Substring) -> String {
+        let offset = zone == "Z" ? 0 : (Int(zone.dropFirst().prefix(2)) ?? 0) * 3600 + (Int(zone.suffix(2)) ?? 0) * 60
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(secondsFromGMT: zone.hasPrefix("-") ? -offset : offset)
+        formatter.formatOptions = [.withFullDate, .withTime, .withColonSeparatorInTime, .withDashSeparatorInDate]
+        return formatter.string(from: date)
     }
 }

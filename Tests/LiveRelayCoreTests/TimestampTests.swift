@@ -17,6 +17,8 @@ struct TimestampTests {
             ("720996791", base),
             // Written in 1970 and 9999, past either end by its offset: held at that end.
             ("1970-01-01T00:00:45+01:00", 0), ("9999-12-31T23:59:59-01:00", 253_402_300_799),
+            // A leap year's February 29th, and a negative offset with minutes.
+            ("2024-02-29T00:00:00Z", 1_709_164_800), ("2024-02-28T20:30:00-03:30", 1_709_164_800),
         ]
         for (text, seconds) in cases {
             let date = parseTimestamp(.string(text))
@@ -30,7 +32,10 @@ struct TimestampTests {
     func refuses() {
         for text in ["", "soon", "1992-11-05", "1992-11-05T20:53Z", "1992-11-05T20:53:11", "1992-11-05 20:53:11Z",
                      "1992-13-05T20:53:11Z", "1969-12-31T23:59:59Z", "1992-11-05T20:53:11+88:85", "nan", "-1",
-                     "1992-11-05T20:53:11." + String(repeating: "9", count: 60) + "Z"] {
+                     "1992-11-05T20:53:11." + String(repeating: "9", count: 60) + "Z",
+                     // Days and times that do not exist, which Foundation's formatter rolls over into others.
+                     "2026-02-30T00:00:00Z", "2026-02-29T12:00:00+01:00", "2026-04-31T00:00:00Z",
+                     "2026-11-27T24:00:00Z", "2026-11-27T23:60:00Z", "2026-11-27T23:59:60Z", "2026-00-10T00:00:00Z"] {
             #expect(parseTimestamp(.string(text)) == nil, "\(text)")
         }
         #expect(parseTimestamp(.bool(true)) == nil)
