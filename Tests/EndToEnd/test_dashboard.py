@@ -104,6 +104,9 @@ def test_a_wrong_token_is_refused_and_nothing_is_shown(stack, page):
 def test_sign_in_send_and_clear_a_message_and_see_the_push(stack, page):
     sign_in(page, stack)
     assert page.execute_script("return location.href").find(stack.token) < 0
+    # A screen reader names each table by its section's heading.
+    names = [table.accessible_name for table in page.find_elements(By.TAG_NAME, "table")]
+    assert names == ["Devices", "Activities", "Channels", "Deliveries", "Webhooks"], names
     text = "Dashboard says hi " + uuid.uuid4().hex[:6]
     row = device_row(page, IPHONE)
     field = message_input(row)
