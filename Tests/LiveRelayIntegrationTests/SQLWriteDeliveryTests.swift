@@ -167,6 +167,43 @@ struct SQLWriteDeliveryTests {
         }
     }
 
+    @Test("a registration inserted without bundle_id takes APNS_DEFAULT_BUNDLE_ID; without one, a refusal says so")
+    func bundleDefault() async throws {
+        try await Harness.with { h in
+            // No relay has started on this database yet, so none has published a default bundle id.
+            let secret = secretHash("sql-writer")
+            do {
+                try await h.sql("""
+                    INSERT INTO activity_registration (secret_hash, session_id, activity_token)
+                    VALUES (\(secret), 's-bundle', 'ab12')
+                    """)
+                Issue.record("a registration without bundle_id or a default was accepted")
+            } catch let error as PSQLError {
+                #expect(error.serverInfo?[.message] == "LiveRelay: activity s-bundle has no bundle_id, and no relay of "
+                            + "this database has APNS_DEFAULT_BUNDLE_ID set")
+                #expect(error.serverInfo?[.hint] == "Give bundle_id; nothing was changed.")
+            }
+            try await h.withRelay {
+                let token = randomToken()
+                try await h.sql("""
+                    INSERT INTO activity_registration (secret_hash, session_id, activity_token)
+                    VALUES (\(secret), 's-bundle', \(token))
+                    """)
+                try await h.sql(
+                    "INSERT INTO device_registration (secret_hash, device_token) VALUES (\(secret), \(randomToken()))")
+                let bundles = try await h.rows("""
+                    SELECT bundle_id FROM activity_registration WHERE secret_hash = \(secret)
+                    UNION ALL SELECT bundle_id FROM device_registration WHERE secret_hash = \(secret)
+                    """, as: String.self)
+                #expect(bundles == [Harness.bundleID, Harness.bundleID])
+                try await h.sql(
+                    #"UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-bundle'"#)
+                let push = try #require(try await h.waitForPushes { $0.contains { $0.token == token } }.last)
+                #expect(push.topic == "\(Harness.bundleID).push-type.liveactivity")
+            }
+        }
+    }
+
     @Test("a payload just under 4096 bytes is accepted and delivered whole")
     func nearLimitPayloadIsDelivered() async throws {
         try await Harness.with { h in
