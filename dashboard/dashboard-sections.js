@@ -179,7 +179,8 @@ async function loadWebhooks() {
   $('webhooks-rows').replaceChildren(...endpoints.map((endpoint) => {
     const events = endpoint.events.length === ALL_EVENTS
       ? 'all' : endpoint.events.map((name) => name.replace('live_activity.', '')).join(', ');
-    const since = endpoint.oldest_pending_at ? ` since ${time(endpoint.oldest_pending_at)}` : '';
+    const since = (endpoint.oldest_pending_at ? ` since ${time(endpoint.oldest_pending_at)}` : '')
+      + (endpoint.next_attempt_at ? `, next try ${time(endpoint.next_attempt_at)}` : '');
     const toggle = element('button', { type: 'button', class: 'secondary', text: endpoint.enabled ? 'Pause' : 'Resume',
       onclick: () => setWebhookEnabled(endpoint.id, !endpoint.enabled) });
     return element('tr', { 'data-id': endpoint.id },
