@@ -21,7 +21,9 @@ extension RelayStore {
         }
     }
 
-    /// Rows waiting in the outboxes, and the oldest one's age (the lowest id's row, read through the primary key).
+    /// Rows waiting in the outboxes, and the oldest one's age: the lowest id's row, read through the primary key; for
+    /// webhooks, of the enabled endpoints only, read through each one's index (a paused endpoint's events wait by
+    /// choice, and an alert on their age would fire for a pause).
     public func outboxGauges() async throws -> OutboxGauges {
         try await withConnection { [logger] connection in
             var gauges = OutboxGauges.unreadable
@@ -30,8 +32,11 @@ extension RelayStore {
                        greatest(0, extract(epoch FROM now() - (SELECT enqueued_at FROM delivery_outbox
                                                                ORDER BY id LIMIT 1)))::float8,
                        (SELECT count(*) FROM webhook_outbox)::int8,
-                       greatest(0, extract(epoch FROM now() - (SELECT enqueued_at FROM webhook_outbox
-                                                               ORDER BY id LIMIT 1)))::float8
+                       greatest(0, extract(epoch FROM now() - (
+                           SELECT min(w.oldest) FROM webhook_endpoint e CROSS JOIN LATERAL
+                               (SELECT min(o.enqueued_at) AS oldest FROM webhook_outbox o
+                                WHERE o.endpoint_id = e.id) w
+                           WHERE e.enabled)))::float8
                 """, logger: logger).decode((Int64, Double?, Int64, Double?).self) {
                 gauges = OutboxGauges(
                     deliveries: Int(deliveries), oldestDeliverySeconds: oldestDelivery ?? 0,

@@ -226,28 +226,32 @@ struct DashboardAPITests {
                 #expect(metrics.text.contains("liverelay_queue_depth 0"))
                 #expect(metrics.text.contains("liverelay_queue_oldest_seconds 0"))
                 #expect(metrics.text.contains("liverelay_provider_tokens_minted 1"))
-                // A push held back for later and a webhook event for an endpoint that is switched off: both wait,
-                // and the gauges say how many and for how long.
+                // A push held back for later, a webhook event held back for its retry, and an older one of an
+                // endpoint that is paused: all wait, and the gauges say how many and for how long; the paused
+                // endpoint's waits by choice, so its age is not what anyone should be alerted to.
                 try await h.sql("""
                     INSERT INTO delivery_outbox (kind, event_type, device_token, payload, bundle_id, apns_env,
                                                  enqueued_at, next_attempt_at)
                     VALUES ('alert', 'alert', 'aa11', '{"aps": {}}', 'b', 'sandbox', now() - interval '95 seconds',
                             now() + interval '1 hour')
                     """)
-                try await h.sql("""
-                    WITH e AS (INSERT INTO webhook_endpoint (url, enabled) VALUES ('http://127.0.0.1:9/', false)
-                               RETURNING id)
-                    INSERT INTO webhook_outbox (endpoint_id, event_id, event_type, activity_id, body, enqueued_at)
-                    SELECT id, gen_random_uuid(), 'live_activity.updated', gen_random_uuid(), '{}',
-                           now() - interval '30 seconds' FROM e
-                    """)
+                for (enabled, age) in [(false, 300), (true, 30)] {
+                    try await h.sql("""
+                        WITH e AS (INSERT INTO webhook_endpoint (url, enabled)
+                                   VALUES ('http://127.0.0.1:9/', \(enabled)) RETURNING id)
+                        INSERT INTO webhook_outbox (endpoint_id, event_id, event_type, activity_id, body, enqueued_at,
+                                                    next_attempt_at)
+                        SELECT id, gen_random_uuid(), 'live_activity.updated', gen_random_uuid(), '{}',
+                               now() - make_interval(secs => \(Double(age))), now() + interval '1 hour' FROM e
+                        """)
+                }
                 let waiting = try await api.request(.GET, "/metrics").text
                 func gauge(_ name: String) -> Double? {
                     waiting.split(separator: "\n").first { $0.hasPrefix(name + " ") }
                         .flatMap { Double($0.split(separator: " ")[1]) }
                 }
                 #expect(gauge("liverelay_queue_depth") == 1, "\(waiting)")
-                #expect(gauge("liverelay_webhook_queue_depth") == 1, "\(waiting)")
+                #expect(gauge("liverelay_webhook_queue_depth") == 2, "\(waiting)")
                 #expect((95..<200).contains(gauge("liverelay_queue_oldest_seconds") ?? 0), "\(waiting)")
                 #expect((30..<100).contains(gauge("liverelay_webhook_queue_oldest_seconds") ?? 0), "\(waiting)")
                 let ready = try await api.request(.GET, "/ready")
