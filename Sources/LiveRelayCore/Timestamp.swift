@@ -42,12 +42,12 @@ enum InternetDate {
 
     /// `date` written again as it was read, in its own offset and without it. The formatter rolls a day or time that
     /// does not exist over into one that does (February 30th into March 2nd, 24:00 into the next day), so a date-time
-    /// that is not one reads back differently.
+    /// that is not one reads back differently. (The date is moved by the offset and written in UTC: a formatter
+    /// given no time zone, which `TimeZone(secondsFromGMT:)` is past ±18 hours, crashes the process.)
     static func written(_ date: Date, in zone: Substring) -> String {
-        let offset = zone == "Z" ? 0 : (Int(zone.dropFirst().prefix(2)) ?? 0) * 3600 + (Int(zone.suffix(2)) ?? 0) * 60
+        let minutes = zone == "Z" ? 0 : (Int(zone.dropFirst().prefix(2)) ?? 0) * 60 + (Int(zone.suffix(2)) ?? 0)
         let formatter = ISO8601DateFormatter()
-        formatter.timeZone = TimeZone(secondsFromGMT: zone.hasPrefix("-") ? -offset : offset)
         formatter.formatOptions = [.withFullDate, .withTime, .withColonSeparatorInTime, .withDashSeparatorInDate]
-        return formatter.string(from: date)
+        return formatter.string(from: date.addingTimeInterval(Double((zone.hasPrefix("-") ? -minutes : minutes) * 60)))
     }
 }

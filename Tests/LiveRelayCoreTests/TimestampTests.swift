@@ -19,6 +19,8 @@ struct TimestampTests {
             ("1970-01-01T00:00:45+01:00", 0), ("9999-12-31T23:59:59-01:00", 253_402_300_799),
             // A leap year's February 29th, and a negative offset with minutes.
             ("2024-02-29T00:00:00Z", 1_709_164_800), ("2024-02-28T20:30:00-03:30", 1_709_164_800),
+            // Offsets past the ±18 hours a TimeZone takes (checking one of these crashed the relay once).
+            ("2024-02-28T01:50:00-22:10", 1_709_164_800), ("2024-02-29T23:59:00+23:59", 1_709_164_800),
         ]
         for (text, seconds) in cases {
             let date = parseTimestamp(.string(text))
