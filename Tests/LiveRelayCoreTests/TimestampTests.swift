@@ -30,6 +30,25 @@ struct TimestampTests {
         #expect(parseTimestamp(.integer(0)) == Date(timeIntervalSince1970: 0))
     }
 
+    @Test("every offset the grammar allows, -23:59 to +23:59, reads as the same instant")
+    func everyOffset() {
+        let instant = 1_709_164_800  // 2024-02-29T00:00:00Z
+        for sign in [1, -1] {
+            for hours in 0...23 {
+                for minutes in [0, 1, 30, 59] {
+                    let offset = sign * (hours * 3600 + minutes * 60)
+                    let local = Date(timeIntervalSince1970: Double(instant + offset))
+                    let formatter = ISO8601DateFormatter()
+                    formatter.formatOptions = [.withFullDate, .withTime, .withColonSeparatorInTime,
+                                               .withDashSeparatorInDate]
+                    let zone = (sign < 0 ? "-" : "+") + String(format: "%02d:%02d", hours, minutes)
+                    let text = formatter.string(from: local) + zone
+                    #expect(parseTimestamp(.string(text)) == Date(timeIntervalSince1970: Double(instant)), "\(text)")
+                }
+            }
+        }
+    }
+
     @Test("anything else, dates written outside 1970-9999 and epoch seconds past either end are nil")
     func refuses() {
         for text in ["", "soon", "1992-11-05", "1992-11-05T20:53Z", "1992-11-05T20:53:11", "1992-11-05 20:53:11Z",
