@@ -1,5 +1,5 @@
 """The simulators' command lines as the README writes them: every fault option it documents is accepted and shows in
-the simulator's `GET /sim/faults`."""
+the simulator's `GET /sim/faults`, and a setting out of range is refused, from a flag or from `POST /sim/faults`."""
 import json
 import os
 import socket
