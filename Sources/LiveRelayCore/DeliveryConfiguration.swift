@@ -49,11 +49,9 @@ extension DeliveryConfiguration {
         delivery.allowPrivateWebhooks = reader.keep(false) { reader throws(ConfigurationError) in
             try reader.boolean("LIVERELAY_WEBHOOK_ALLOW_PRIVATE")
         }
-        let policy = reader.keep(ForegroundPolicy.downgrade.rawValue) { reader throws(ConfigurationError) in
-            try reader.choice("LIVERELAY_FOREGROUND_PUSH", default: ForegroundPolicy.downgrade.rawValue,
-                              among: ForegroundPolicy.allCases.map(\.rawValue))
+        delivery.foregroundPolicy = reader.keep(delivery.foregroundPolicy) { reader throws(ConfigurationError) in
+            try reader.choice("LIVERELAY_FOREGROUND_PUSH", default: ForegroundPolicy.downgrade)
         }
-        delivery.foregroundPolicy = ForegroundPolicy(rawValue: policy) ?? .downgrade
         delivery.widgetMinIntervalSeconds = reader.keep(delivery.widgetMinIntervalSeconds) {
             reader throws(ConfigurationError) in
             try reader.duration("LIVERELAY_WIDGET_MIN_INTERVAL", default: 60, range: 0...86_400)

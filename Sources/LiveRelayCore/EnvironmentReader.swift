@@ -129,6 +129,13 @@ struct EnvironmentReader {
         return value
     }
 
+    /// One of an enum's raw values (without regard to case), `defaultValue` when unset.
+    func choice<Choice: CaseIterable & RawRepresentable>(_ name: String, default defaultValue: Choice)
+        throws(ConfigurationError) -> Choice where Choice.RawValue == String {
+        let text = try choice(name, default: defaultValue.rawValue, among: Choice.allCases.map(\.rawValue))
+        return Choice(rawValue: text) ?? defaultValue
+    }
+
     /// A `postgres://` (or `postgresql://`) URL with a host.
     func postgresURL(_ name: String) throws(ConfigurationError) -> String {
         let text = try required(name, hint: "a postgres:// URL, e.g. postgres://user:pass@localhost:5432/liverelay")

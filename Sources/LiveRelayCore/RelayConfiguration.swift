@@ -89,10 +89,9 @@ public struct RelayConfiguration: Sendable {
             try reader.choice("LOG_LEVEL", default: "info",
                               among: ["trace", "debug", "info", "notice", "warning", "error", "critical"])
         }
-        let format = reader.keep(LogFormat.text.rawValue) { reader throws(ConfigurationError) in
-            try reader.choice("LOG_FORMAT", default: LogFormat.text.rawValue, among: LogFormat.allCases.map(\.rawValue))
+        configuration.logFormat = reader.keep(LogFormat.text) { reader throws(ConfigurationError) in
+            try reader.choice("LOG_FORMAT", default: LogFormat.text)
         }
-        configuration.logFormat = LogFormat(rawValue: format) ?? .text
         configuration.delivery = DeliveryConfiguration.fromEnvironment(&reader)
         return (configuration, reader.problems)
     }

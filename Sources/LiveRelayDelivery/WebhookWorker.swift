@@ -222,13 +222,14 @@ public final class WebhookWorker: Service, Sendable {
             return .init(rowID: row.id, status: .sent, error: nil, httpStatus: result.httpStatus,
                          latencyMilliseconds: (now - row.enqueuedAt) * 1000)
         }
+        let cause = result.error ?? "not delivered"
         let decision = retry.decide(
             attempts: row.attempts, enqueuedAt: row.enqueuedAt, now: now, retryAfterSeconds: result.retryAfterSeconds,
-            random: .random(in: 0...1), error: result.error ?? "not delivered")
+            random: .random(in: 0...1), error: cause)
         switch decision {
         case .retry(let delay, let note):
             return .init(rowID: row.id, status: .retrying, error: note, httpStatus: result.httpStatus,
-                         latencyMilliseconds: nil, retryDelaySeconds: delay)
+                         latencyMilliseconds: nil, retryDelaySeconds: delay, retryCause: cause)
         case .giveUp(let note):
             logger.warning("webhook given up after a day of retries", metadata: [
                 "event_id": "\(row.request.eventID)", "endpoint": "\(row.endpointID)",

@@ -24,11 +24,7 @@ struct CreateLiveActivityBody: Decodable {
         platform = try fields.optionalChoice("platform", as: Platform.self) ?? .ios
         let tokenGiven = PushTokenField.names.contains { fields.has($0) }
         token = tokenGiven ? try PushTokenField.read(fields) : nil
-        switch try fields.value("frequentUpdates") {
-        case nil: frequentUpdates = false
-        case .bool(let value)?: frequentUpdates = value
-        default: throw APIError.badRequest("frequentUpdates must be true or false")
-        }
+        frequentUpdates = try fields.optionalBool("frequentUpdates") ?? false
         bundleID = try fields.optionalBundleID("bundleId")
         environment = try fields.optionalChoice("apnsEnv", as: APNsEnvironment.self) ?? .production
         activityType = try fields.optionalString("activityType", maxLength: 255)

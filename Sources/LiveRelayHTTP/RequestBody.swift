@@ -138,6 +138,14 @@ struct BodyFields {
         return alert
     }
 
+    func optionalBool(_ name: String) throws -> Bool? {
+        switch try value(name) {
+        case nil: return nil
+        case .bool(let value)?: return value
+        default: throw APIError.badRequest("\(name) must be true or false")
+        }
+    }
+
     func optionalUUID(_ name: String) throws -> UUID? {
         guard let text = try optionalString(name, maxLength: 64) else { return nil }
         guard let uuid = UUID(uuidString: text) else { throw APIError.badRequest("\(name) must be a UUID") }

@@ -42,10 +42,7 @@ public struct StreamRoutes: Sendable {
                 "a stream follows at most \(Self.channelLimit) channels; \(given.count) were given")
         }
         let parsed = try given.map { text in
-            guard let channel = StreamChannel(parsing: text) else {
-                throw APIError.badRequest(StreamChannel.refusal(of: text))
-            }
-            return channel
+            try StreamChannel.parse(text).mapError { APIError.badRequest($0.sentence) }.get()
         }
         try await authorize(caller, channels: parsed)
         let unknown = await unknownChannels(in: parsed)

@@ -45,11 +45,7 @@ struct UpdateWebhookBody: Decodable {
 
     init(from decoder: any Decoder) throws {
         let fields = try BodyFields(decoder)
-        switch try fields.value("enabled") {
-        case nil: enabled = nil
-        case .bool(let value)?: enabled = value
-        default: throw APIError.badRequest("enabled must be true or false")
-        }
+        enabled = try fields.optionalBool("enabled")
         events = try CreateWebhookBody.events(fields, leftOut: "to keep them")
         guard enabled != nil || events != nil else {
             throw APIError.badRequest("give enabled (false pauses the endpoint, true resumes it) or events")

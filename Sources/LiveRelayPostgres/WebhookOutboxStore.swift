@@ -32,15 +32,19 @@ public struct WebhookOutboxStore: Sendable {
         public var latencyMilliseconds: Double?
         /// For `retrying`: when to try again.
         public var retryDelaySeconds: Double?
+        /// For `retrying`: why, as the endpoint's listing shows it (`webhook_outbox.last_error`); `error`, the log's,
+        /// adds when the next attempt is, which is stale by the time anyone reads the listing.
+        public var retryCause: String?
 
         public init(rowID: Int64, status: DeliveryStatus, error: String?, httpStatus: Int?,
-                    latencyMilliseconds: Double?, retryDelaySeconds: Double? = nil) {
+                    latencyMilliseconds: Double?, retryDelaySeconds: Double? = nil, retryCause: String? = nil) {
             self.rowID = rowID
             self.status = status
             self.error = error
             self.httpStatus = httpStatus
             self.latencyMilliseconds = latencyMilliseconds
             self.retryDelaySeconds = retryDelaySeconds
+            self.retryCause = retryCause
         }
     }
 
@@ -100,7 +104,7 @@ public struct WebhookOutboxStore: Sendable {
                 \(NullableArray(outcomes.map { $0.httpStatus.map(Int32.init) }))::int4[],
                 \(NullableArray(outcomes.map(\.latencyMilliseconds)))::float8[], \(finished)::int8[],
                 \(retries.map(\.rowID))::int8[], \(retries.map { Int64(($0.retryDelaySeconds ?? 1) * 1000) })::int8[],
-                \(NullableArray(retries.map(\.error)))::text[])
+                \(NullableArray(retries.map { $0.retryCause ?? $0.error }))::text[])
             """, logger: logger)
     }
 }

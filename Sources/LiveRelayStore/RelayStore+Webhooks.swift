@@ -35,14 +35,14 @@ extension RelayStore {
     }
 
     /// An endpoint as the API lists it (`v` is the view `liverelay_webhooks`), with why the event tried most often
-    /// failed (without the wait its log row names, which is stale once read later) and when the next retry is due.
+    /// failed and when the next retry is due.
     /// (These are read here, not added to the view: an older release's `sql/`, put back by a rollback, could not
     /// replace a view that has a column more than its own.)
     static let webhookJSON = """
         json_strip_nulls(json_build_object('id', v.id, 'url', v.url, 'events', v.events, 'enabled', v.enabled,
             'created_at', v.created_at, 'pending', v.pending, 'oldest_pending_at', v.oldest_pending_at,
-            'last_error', (SELECT regexp_replace(o.last_error, '; next attempt in [0-9]+ ms$', '')
-                           FROM webhook_outbox o WHERE o.endpoint_id = v.id AND o.last_error IS NOT NULL
+            'last_error', (SELECT o.last_error FROM webhook_outbox o
+                           WHERE o.endpoint_id = v.id AND o.last_error IS NOT NULL
                            ORDER BY o.attempts DESC, o.id LIMIT 1),
             'next_attempt_at', (SELECT min(o.next_attempt_at) FROM webhook_outbox o
                                 WHERE v.enabled AND o.endpoint_id = v.id AND o.attempts > 0)))::text

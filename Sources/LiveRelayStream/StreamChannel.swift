@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayCore
 
 /// A channel of the foreground stream, parsed once from the `channel` query parameter.
 public enum StreamChannel: Hashable, Sendable {
@@ -27,24 +28,41 @@ public enum StreamChannel: Hashable, Sendable {
         text.hasPrefix(prefix) ? text.dropFirst(prefix.count) : nil
     }
 
-    /// Nil for anything that is not one of the five forms.
+    /// Nil for anything that is not one of the five forms (`parse` says why).
     public init?(parsing text: String) {
+        guard case .success(let channel) = Self.parse(text) else { return nil }
+        self = channel
+    }
+
+    /// The channel `text` names, or why it names none: the rule of the form it begins like, or the forms there are,
+    /// quoting it.
+    public static func parse(_ text: String) -> Result<StreamChannel, Refusal> {
+        let quoted = "channel \"\(text.excerpt)\""
         switch text {
-        case "admin": self = .admin
-        case "*": self = .every
+        case "admin": return .success(.admin)
+        case "*": return .success(.every)
         default:
-            if let rest = Self.rest(of: text, after: "device:") {
-                guard let uuid = UUID(uuidString: String(rest)) else { return nil }
-                self = .device(uuid)
-            } else if let rest = Self.rest(of: text, after: "session:") {
-                guard (1...Self.maximumSessionIDLength).contains(rest.count) else { return nil }
-                self = .session(String(rest))
-            } else if let rest = Self.rest(of: text, after: "channel:") {
-                guard Self.isChannelName(rest) else { return nil }
-                self = .broadcast(String(rest))
-            } else {
-                return nil
+            if let rest = rest(of: text, after: "device:") {
+                guard let uuid = UUID(uuidString: String(rest)) else {
+                    return .failure(Refusal("\(quoted) does not name a device: device: takes a UUID (device:<uuid>)"))
+                }
+                return .success(.device(uuid))
             }
+            if let rest = rest(of: text, after: "session:") {
+                guard (1...maximumSessionIDLength).contains(rest.count) else {
+                    return .failure(Refusal(
+                        "\(quoted) does not name a session: a session id is 1-\(maximumSessionIDLength) characters"))
+                }
+                return .success(.session(String(rest)))
+            }
+            if let rest = rest(of: text, after: "channel:") {
+                guard isChannelName(rest) else {
+                    return .failure(Refusal(
+                        "\(quoted) does not name a broadcast channel: a name is 1-64 of A-Z, a-z, 0-9 and _.~%-"))
+                }
+                return .success(.broadcast(String(rest)))
+            }
+            return .failure(Refusal("\(quoted) must be \(forms)"))
         }
     }
 
