@@ -262,6 +262,7 @@ let package = Package(
             dependencies: [
                 "LiveRelayServer", "LiveRelayDelivery", "LiveRelayStream", "LiveRelayDevSupport", "APNsSimulator",
                 "FCMSimulator", "LiveRelayHTTPServer", "LiveRelayStore", "LiveRelayMCP", "LiveRelayWebhooks",
+                "LiveRelayHTTP2Client", "LiveRelayPostgres",
                 .product(name: "MCP", package: "swift-sdk"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

@@ -31,6 +31,8 @@ public final class HTTP2Client: @unchecked Sendable {
     private let limits: Limits
     /// Touched only on `eventLoop`.
     private var slots: [HTTP2Origin: Slot] = [:]
+    /// Set by `shutdown()`; touched only on `eventLoop`. No connection is made after it.
+    private var isShutDown = false
 
     /// - Parameters:
     ///   - caFile: extra PEM trust roots (for a simulator), besides the system's.
@@ -77,10 +79,14 @@ public final class HTTP2Client: @unchecked Sendable {
         return (try? await promise.futureResult.get()) ?? requests.map { _ in .failure(.connectionClosed) }
     }
 
-    /// Closes the connections.
+    /// Closes the connections, those still being made included, and makes no new one: a request sent afterwards
+    /// fails at once. A connection left to finish its handshake after the relay stopped would still send the requests
+    /// queued on it, and keep the server waiting for it to close.
     public func shutdown() async throws {
         try await eventLoop.submit {
+            self.isShutDown = true
             for slot in self.slots.values {
+                // A connection still being made closes as soon as it is made (see `connection(to:)`).
                 if case .ready(let connection) = slot { connection.close() }
             }
             self.slots = [:]
@@ -116,6 +122,7 @@ public final class HTTP2Client: @unchecked Sendable {
 
     /// The live connection to an origin, or a new one.
     private func connection(to origin: HTTP2Origin) -> EventLoopFuture<NIOLoopBound<HTTP2Connection>> {
+        if isShutDown { return eventLoop.makeFailedFuture(HTTP2ClientError.connectFailed("the client was shut down")) }
         switch slots[origin] {
         case .ready(let connection) where connection.isUsable:
             return eventLoop.makeSucceededFuture(NIOLoopBound(connection, eventLoop: eventLoop))
@@ -124,7 +131,9 @@ public final class HTTP2Client: @unchecked Sendable {
         default:
             let future = connect(to: origin)
             slots[origin] = .connecting(future)
+            // Registered first, so it runs before any batch writes on the new connection.
             future.assumeIsolated().whenComplete { result in
+                if self.isShutDown, case .success(let connection) = result { connection.value.close() }
                 guard case .connecting(let current)? = self.slots[origin], current === future else { return }
                 switch result {
                 case .success(let connection): self.slots[origin] = .ready(connection.value)
