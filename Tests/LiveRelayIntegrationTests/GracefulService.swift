@@ -4,7 +4,9 @@ import ServiceLifecycle
 /// Runs `service` (a simulator's server) while `body` runs, then stops it gracefully: it stops accepting connections
 /// and lets those it has end, as `liverelay dev` stops its simulators. Cancelled instead, an HTTP/2 server traps the
 /// whole test process (NIO's "Deinited NIOAsyncWriter without calling finish()") when a stream arrives on a connection
-/// it accepted a moment before: a relay's client connecting as its test ends. Past `limit` it is cancelled after all.
+/// it accepted a moment before: a relay's client connecting as its test ends. A stopping server trapped CI once even
+/// so, on a connection that a stopped relay's client had left to finish its handshake; `HTTP2Client.shutdown()` now
+/// closes one still being made. Past `limit` it is cancelled after all.
 func withGracefulService<T: Sendable>(
     _ service: some Service, logger: Logger, limit: Duration = .seconds(5), _ body: () async throws -> T
 ) async throws -> T {
