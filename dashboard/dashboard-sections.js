@@ -83,8 +83,14 @@ function lastDelivery(delivery) {
     text: `${delivery.status} ${delivery.eventType}${latency}${reason}, ${time(delivery.at)}` });
 }
 
+// What the table was last drawn from: a read that finds the same (the periodic one, mostly) leaves it as it is.
+let shownActivities = '';
+
 async function loadActivities() {
   const activities = await api('/v1/live-activities?limit=100');
+  const shown = JSON.stringify(activities);
+  if (shown === shownActivities) return;
+  shownActivities = shown;
   $('activities-rows').replaceChildren(...activities.map((activity) => {
     const end = activity.status === 'active'
       ? element('button', { type: 'button', class: 'secondary', text: 'End',

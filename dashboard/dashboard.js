@@ -141,6 +141,10 @@ async function follow() {
   }
 }
 
+// What no event announces: an app opening or closing its stream (the "app open" badge) and priority-10 pushes
+// ageing out of the last hour. The activities are read again every 3 s while the page is signed in and shown.
+setInterval(() => { if (stream && !document.hidden) refresh('activities'); }, 3000);
+
 function showError(error) {
   if (error.message !== '401') $('live').textContent = 'Error: ' + error.message;
 }
