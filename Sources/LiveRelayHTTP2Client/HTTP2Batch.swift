@@ -41,9 +41,9 @@ final class HTTP2Batch {
         timer = eventLoop.assumeIsolated().scheduleTask(deadline: check) { [self] in
             let now = eventLoop.now
             if now >= end {
-                expire(.timedOut(seconds: limits.batchSeconds))
+                expire(.timedOut(seconds: limits.batchSeconds), retiring: false)
             } else if now >= lastAnswer + silence {
-                expire(.timedOut(seconds: limits.silenceSeconds))
+                expire(.timedOut(seconds: limits.silenceSeconds), retiring: true)
             } else {
                 startTimer()
             }
@@ -70,9 +70,17 @@ final class HTTP2Batch {
         }
     }
 
-    /// A limit passed: requests still open are reset and count as unanswered.
-    private func expire(_ error: HTTP2ClientError) {
-        for index in results.indices where results[index] == nil {
+    /// A limit passed: requests still open are reset and count as unanswered. After a silence, the connections they
+    /// were on are retired first (a connection that answers nothing may be dead without a word, as after a network
+    /// path dropped: TCP would keep it for a quarter of an hour), so the next batch goes on a new connection, and each
+    /// closes once nothing waits on it. A batch that reached its overall limit was answered steadily: its connection
+    /// stays.
+    private func expire(_ error: HTTP2ClientError, retiring: Bool) {
+        let open = results.indices.filter { results[$0] == nil }
+        if retiring {
+            for case let (connection, _)? in open.map({ streams[$0] }) { connection.retire() }
+        }
+        for index in open {
             if let (connection, streamID) = streams[index] { connection.cancel(streamID) }
             complete(index, .failure(error))
         }

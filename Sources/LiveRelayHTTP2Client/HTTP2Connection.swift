@@ -84,6 +84,12 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
         context?.close(promise: nil)
     }
 
+    /// Takes no new streams, and closes once the streams open on it are answered or given up on.
+    func retire() {
+        table.close()
+        closeIfDrained()
+    }
+
     // MARK: Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -1,0 +1,78 @@
+import LiveRelayHTTP2Client
+import NIOCore
+import Testing
+
+/// A connection to APNs or FCM that stops answering without closing (a network path that dropped: TCP keeps such a
+/// connection for a quarter of an hour) is replaced after one batch's silence limit, so that deliveries resume.
+@Suite("A push connection that falls silent", .timeLimit(.minutes(3)))
+struct HTTP2ClientSilenceTests {
+    @Test("after a batch met only silence, the next one goes on a new connection and is answered")
+    func silentConnectionIsReplaced() async throws {
+        try await Harness.with { h in
+            let proxy = try await FreezingProxy(to: h.simulatorPort)
+            let client = try HTTP2Client(caFile: h.caFile, limits: .init(silenceSeconds: 0.5, batchSeconds: 5))
+            let origin = try HTTP2Origin(url: "https://localhost:\(proxy.port)")
+            func request() -> HTTP2Request {
+                var headers = origin.headers(method: "POST", path: "/3/device/\(randomToken())")
+                headers.add(name: "apns-topic", value: Harness.bundleID)
+                return HTTP2Request(origin: origin, headers: headers, body: ByteBuffer(string: #"{"aps":{}}"#))
+            }
+            // Answered (403: the request carries no provider token, which is all this needs).
+            let first = await client.send([request()])
+            #expect("\(first)".contains("status: 403"), "\(first)")
+            #expect(proxy.accepted == 1)
+
+            proxy.freeze()
+            let silent = await client.send([request()])
+            guard case .failure(.timedOut(let seconds))? = silent.first else {
+                Issue.record("not timed out: \(silent)")
+                return
+            }
+            #expect(seconds == 0.5)
+
+            let after = await client.send([request()])
+            #expect("\(after)".contains("status: 403"), "the batch after the silence: \(after)")
+            #expect(proxy.accepted == 2, "the batch after the silence went on the silent connection")
+            try await client.shutdown()
+            try await proxy.close()
+        }
+    }
+
+    @Test("a relay whose APNs connection falls silent delivers the write on a new connection after one timeout")
+    func relayDeliversAfterSilence() async throws {
+        try await Harness.with { h in
+            let proxy = try await FreezingProxy(to: h.simulatorPort)
+            // One worker: with two, a retry taken by the other worker's connection would hide the silent one.
+            let environment = ["APNS_PRODUCTION_URL": "https://127.0.0.1:\(proxy.port)", "LIVERELAY_WORKERS": "1"]
+            try await h.withRelay(environment: environment) {
+                let token = try await h.registerActivity(session: "s-silent")
+                func update(_ n: Int) async throws {
+                    try await h.sql("""
+                        UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n))
+                        WHERE session_id = 's-silent'
+                        """)
+                }
+                try await update(1)
+                try await h.waitForPushes { $0.contains { $0.token == token && $0.n == 1 } }
+                // Frozen once the relay has its answer (frozen before, the answer would be lost on the way back).
+                try await h.waitUntil("SELECT count(*) = 1 FROM delivery_log WHERE session_id = 's-silent'")
+
+                proxy.freeze()
+                try await update(2)
+                // The request on the frozen connection gets no answer for the relay's 10 s request timeout; the
+                // retry goes on a new connection.
+                try await h.waitForPushes(timeout: .seconds(60)) { $0.contains { $0.token == token && $0.n == 2 } }
+                #expect(proxy.accepted == 2)
+                // (The outcome is recorded just after the simulator has seen the push.)
+                try await h.waitUntil("SELECT count(*) = 3 FROM delivery_log WHERE session_id = 's-silent'")
+                let log = try await h.rows("""
+                    SELECT status || ': ' || coalesce(error, '') FROM delivery_log WHERE session_id = 's-silent'
+                    ORDER BY id
+                    """, as: String.self)
+                #expect(log.count == 3 && log.first == "sent: " && log.last == "sent: ", "\(log)")
+                #expect(log.dropFirst().first?.hasPrefix("retrying: ") == true, "\(log)")
+            }
+            try await proxy.close()
+        }
+    }
+}
