@@ -15,9 +15,13 @@ public final class HTTP2Client: @unchecked Sendable {
         public var silenceSeconds: Double
         /// The longest a batch waits however steadily the server answers.
         public var batchSeconds: Double
-        public init(silenceSeconds: Double, batchSeconds: Double) {
+        /// How long a connection may read nothing, no request open, before it checks with a PING that the server
+        /// is still there (see `HTTP2Liveness`).
+        public var idlePingSeconds: Double
+        public init(silenceSeconds: Double, batchSeconds: Double, idlePingSeconds: Double = 60) {
             self.silenceSeconds = silenceSeconds
             self.batchSeconds = batchSeconds
+            self.idlePingSeconds = idlePingSeconds
         }
     }
 
@@ -146,6 +150,7 @@ public final class HTTP2Client: @unchecked Sendable {
 
     private func connect(to origin: HTTP2Origin) -> EventLoopFuture<NIOLoopBound<HTTP2Connection>> {
         let sslContext = self.sslContext
+        let idlePing = TimeAmount.nanoseconds(Int64(limits.idlePingSeconds * 1e9))
         return ClientBootstrap(group: eventLoop)
             .connectTimeout(.seconds(5))
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -158,7 +163,8 @@ public final class HTTP2Client: @unchecked Sendable {
                         // The relay builds every header block it sends and talks only to the push services (or the
                         // endpoints the operator configured): checking each block again cost ~3% of the CPU per push.
                         mode: .client, headerBlockValidation: .disabled, contentLengthValidation: .disabled))
-                    try channel.pipeline.syncOperations.addHandler(HTTP2Connection(eventLoop: channel.eventLoop))
+                    try channel.pipeline.syncOperations.addHandler(HTTP2Connection(
+                        eventLoop: channel.eventLoop, idlePing: idlePing))
                 }
             }
             .connect(host: origin.host, port: origin.port)

@@ -22,28 +22,41 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     let ready: EventLoopPromise<Void>
     private var table = HTTP2StreamTable<Completion>()
     private var unacknowledgedBytes = 0
+    private var liveness: HTTP2Liveness
+    private var livenessTimer: Scheduled<Void>?
 
     /// False once the peer sent GOAWAY, the connection closed, or stream IDs are running out: new requests go to a
     /// new connection, and this one closes when its last stream is answered.
     var isUsable: Bool { context != nil && !table.closing }
 
-    init(eventLoop: any EventLoop) {
+    /// - Parameter idlePing: how long the connection may read nothing, no request open, before it sends a PING;
+    ///   the PING must be answered within that time or 10 s, whichever is shorter.
+    init(eventLoop: any EventLoop, idlePing: TimeAmount) {
         self.ready = eventLoop.makePromise(of: Void.self)
+        self.liveness = HTTP2Liveness(idle: idlePing, answer: min(idlePing, .seconds(10)), now: eventLoop.now)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        if context.channel.isActive { ready.succeed(()) }
+        if context.channel.isActive { becameActive(context: context) }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        livenessTimer?.cancel()
         ready.fail(HTTP2ClientError.connectionClosed)
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        ready.succeed(())
+        becameActive(context: context)
         context.fireChannelActive()
+    }
+
+    private func becameActive(context: ChannelHandlerContext) {
+        ready.succeed(())
+        guard livenessTimer == nil else { return }
+        liveness.read(at: context.eventLoop.now)
+        scheduleLivenessCheck(on: context.eventLoop)
     }
 
     /// Writes one request without flushing. The completion runs once, on this event loop. Returns the stream ID.
@@ -95,6 +108,7 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
         let streamID = frame.streamID
+        liveness.read(at: context.eventLoop.now)
         switch frame.payload {
         case .headers(let headers):
             perform(table.headers(headers.headers, endStream: headers.endStream, on: streamID))
@@ -130,6 +144,7 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        livenessTimer?.cancel()
         ready.fail(HTTP2ClientError.connectionClosed)
         perform(table.fail(all: .connectionClosed))
         context.fireChannelInactive()
@@ -142,6 +157,25 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     // MARK: Helpers
+
+    private func scheduleLivenessCheck(on eventLoop: any EventLoop) {
+        livenessTimer = eventLoop.assumeIsolated().scheduleTask(in: liveness.checkEvery) { [self] in
+            guard let context else { return }
+            switch liveness.check(at: eventLoop.now, requestsOpen: !table.streams.isEmpty) {
+            case .wait:
+                break
+            case .ping:
+                let ping = HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(), ack: false))
+                context.writeAndFlush(wrapOutboundOut(ping), promise: nil)
+            case .dead:
+                // Nothing came back, not even the PING's answer: new requests go on a new connection.
+                perform(table.fail(all: .connectionClosed))
+                close()
+                return
+            }
+            scheduleLivenessCheck(on: eventLoop)
+        }
+    }
 
     private func acknowledge(_ bytes: Int, context: ChannelHandlerContext) {
         guard bytes > 0 else { return }

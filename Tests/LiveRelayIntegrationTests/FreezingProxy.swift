@@ -10,11 +10,14 @@ final class FreezingProxy: Sendable {
 
     private struct State {
         var accepted = 0
+        var closedByClients = 0
         var pairs: [Pair] = []
     }
 
     /// Connections accepted so far.
     var accepted: Int { state.withLockedValue { $0.accepted } }
+    /// Connections whose client closed them, frozen ones included.
+    var closedByClients: Int { state.withLockedValue { $0.closedByClients } }
     var port: Int { channel.localAddress?.port ?? 0 }
 
     init(to targetPort: Int, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws {
@@ -22,7 +25,7 @@ final class FreezingProxy: Sendable {
         channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { inbound in
-                let pair = Pair(inbound: inbound)
+                let pair = Pair(inbound: inbound) { state.withLockedValue { $0.closedByClients += 1 } }
                 state.withLockedValue {
                     $0.accepted += 1
                     $0.pairs.append(pair)
@@ -52,9 +55,13 @@ final class FreezingProxy: Sendable {
     final class Pair: Sendable {
         let inbound: any Channel
         let isFrozen = NIOLockedValueBox(false)
+        let clientClosed: @Sendable () -> Void
         private let target = NIOLockedValueBox<(channel: (any Channel)?, waiting: [ByteBuffer])>((nil, []))
 
-        init(inbound: any Channel) { self.inbound = inbound }
+        init(inbound: any Channel, clientClosed: @escaping @Sendable () -> Void) {
+            self.inbound = inbound
+            self.clientClosed = clientClosed
+        }
 
         func connected(_ channel: any Channel) {
             let waiting = target.withLockedValue { state in
@@ -99,6 +106,7 @@ final class FreezingProxy: Sendable {
         }
 
         func channelInactive(context: ChannelHandlerContext) {
+            if toTarget { pair.clientClosed() }
             // One side closed: so does the other, unless frozen (a dead path tells neither side).
             if !pair.isFrozen.withLockedValue({ $0 }) { pair.close() }
             context.fireChannelInactive()

@@ -38,6 +38,34 @@ struct HTTP2ClientSilenceTests {
         }
     }
 
+    @Test("an idle connection that falls silent is found out by its PING and closed; the next batch is answered")
+    func idleSilentConnectionIsClosed() async throws {
+        try await Harness.with { h in
+            let proxy = try await FreezingProxy(to: h.simulatorPort)
+            let client = try HTTP2Client(
+                caFile: h.caFile, limits: .init(silenceSeconds: 30, batchSeconds: 60, idlePingSeconds: 0.3))
+            let origin = try HTTP2Origin(url: "https://localhost:\(proxy.port)")
+            var headers = origin.headers(method: "POST", path: "/3/device/\(randomToken())")
+            headers.add(name: "apns-topic", value: Harness.bundleID)
+            let request = HTTP2Request(origin: origin, headers: headers, body: ByteBuffer(string: #"{"aps":{}}"#))
+            let first = await client.send([request])
+            #expect("\(first)".contains("status: 403"), "\(first)")
+            // Alive while idle: its PINGs (one every 0.3 s) are answered, and it stays open.
+            #expect(try await !pollUntil(timeout: .seconds(1)) { proxy.closedByClients > 0 })
+
+            proxy.freeze()
+            #expect(try await pollUntil(timeout: .seconds(10)) { proxy.closedByClients == 1 },
+                    "the silent connection was not closed")
+            let started = ContinuousClock.now
+            let after = await client.send([request])
+            #expect("\(after)".contains("status: 403"), "\(after)")
+            #expect(ContinuousClock.now - started < .seconds(10), "the batch waited for its silence limit")
+            #expect(proxy.accepted == 2)
+            try await client.shutdown()
+            try await proxy.close()
+        }
+    }
+
     @Test("a relay whose APNs connection falls silent delivers the write on a new connection after one timeout")
     func relayDeliversAfterSilence() async throws {
         try await Harness.with { h in
