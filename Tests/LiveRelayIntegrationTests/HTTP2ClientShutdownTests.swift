@@ -1,6 +1,5 @@
 import LiveRelayHTTP2Client
 import LiveRelayPostgres
-import NIOCore
 import NIOPosix
 import Testing
 
@@ -17,10 +16,7 @@ struct HTTP2ClientShutdownTests {
         try await Harness.with { h in
             let client = try HTTP2Client(
                 caFile: h.caFile, limits: .init(silenceSeconds: 5, batchSeconds: 10), eventLoop: loop)
-            let origin = try HTTP2Origin(url: "https://localhost:\(h.simulatorPort)")
-            var headers = origin.headers(method: "POST", path: "/3/device/\(randomToken())")
-            headers.add(name: "apns-topic", value: Harness.bundleID)
-            let request = HTTP2Request(origin: origin, headers: headers, body: ByteBuffer(string: #"{"aps":{}}"#))
+            let request = HTTP2ClientSilenceTests.push(to: try HTTP2Origin(url: "https://localhost:\(h.simulatorPort)"))
             let answers = try await EventLoopExecutor.run(on: loop) {
                 // On the client's loop, in this order: the send starts its connection (the host name is resolved
                 // first, so it is still being made), then the shutdown runs.

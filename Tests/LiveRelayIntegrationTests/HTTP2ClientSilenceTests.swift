@@ -3,20 +3,24 @@ import NIOCore
 import Testing
 
 /// A connection to APNs or FCM that stops answering without closing (a network path that dropped: TCP keeps such a
-/// connection for a quarter of an hour) is replaced after one batch's silence limit, so that deliveries resume.
+/// connection for a quarter of an hour) is replaced after one batch's silence limit, or, when it falls silent while
+/// idle, after its PING goes unanswered, so that deliveries resume.
 @Suite("A push connection that falls silent", .timeLimit(.minutes(3)))
 struct HTTP2ClientSilenceTests {
+    /// A push to a new token without a provider token: the simulator answers it 403, which shows it arrived.
+    static func push(to origin: HTTP2Origin) -> HTTP2Request {
+        var headers = origin.headers(method: "POST", path: "/3/device/\(randomToken())")
+        headers.add(name: "apns-topic", value: Harness.bundleID)
+        return HTTP2Request(origin: origin, headers: headers, body: ByteBuffer(string: #"{"aps":{}}"#))
+    }
+
     @Test("after a batch met only silence, the next one goes on a new connection and is answered")
     func silentConnectionIsReplaced() async throws {
         try await Harness.with { h in
             let proxy = try await FreezingProxy(to: h.simulatorPort)
             let client = try HTTP2Client(caFile: h.caFile, limits: .init(silenceSeconds: 0.5, batchSeconds: 5))
             let origin = try HTTP2Origin(url: "https://localhost:\(proxy.port)")
-            func request() -> HTTP2Request {
-                var headers = origin.headers(method: "POST", path: "/3/device/\(randomToken())")
-                headers.add(name: "apns-topic", value: Harness.bundleID)
-                return HTTP2Request(origin: origin, headers: headers, body: ByteBuffer(string: #"{"aps":{}}"#))
-            }
+            func request() -> HTTP2Request { Self.push(to: origin) }
             // Answered (403: the request carries no provider token, which is all this needs).
             let first = await client.send([request()])
             #expect("\(first)".contains("status: 403"), "\(first)")
@@ -44,10 +48,7 @@ struct HTTP2ClientSilenceTests {
             let proxy = try await FreezingProxy(to: h.simulatorPort)
             let client = try HTTP2Client(
                 caFile: h.caFile, limits: .init(silenceSeconds: 30, batchSeconds: 60, idlePingSeconds: 0.3))
-            let origin = try HTTP2Origin(url: "https://localhost:\(proxy.port)")
-            var headers = origin.headers(method: "POST", path: "/3/device/\(randomToken())")
-            headers.add(name: "apns-topic", value: Harness.bundleID)
-            let request = HTTP2Request(origin: origin, headers: headers, body: ByteBuffer(string: #"{"aps":{}}"#))
+            let request = Self.push(to: try HTTP2Origin(url: "https://localhost:\(proxy.port)"))
             let first = await client.send([request])
             #expect("\(first)".contains("status: 403"), "\(first)")
             // Alive while idle: its PINGs (one every 0.3 s) are answered, and it stays open.
