@@ -14,12 +14,39 @@ struct HTTP2ClientSilenceTests {
         return HTTP2Request(origin: origin, headers: headers, body: ByteBuffer(string: #"{"aps":{}}"#))
     }
 
+    /// Runs `body` with a proxy in front of the harness's simulator, and closes the proxy however `body` ends: a
+    /// frozen connection left open would hold up the simulator's graceful stop.
+    static func withProxy(_ h: Harness, _ body: (FreezingProxy) async throws -> Void) async throws {
+        let proxy = try await FreezingProxy(to: h.simulatorPort)
+        do {
+            try await body(proxy)
+        } catch {
+            try? await proxy.close()
+            throw error
+        }
+        try await proxy.close()
+    }
+
+    /// `withProxy`, with a client whose origin is the proxy, shut down however `body` ends.
+    static func withClient(
+        _ h: Harness, limits: HTTP2Client.Limits, _ body: (FreezingProxy, HTTP2Client, HTTP2Origin) async throws -> Void
+    ) async throws {
+        try await withProxy(h) { proxy in
+            let client = try HTTP2Client(caFile: h.caFile, limits: limits)
+            do {
+                try await body(proxy, client, try HTTP2Origin(url: "https://localhost:\(proxy.port)"))
+            } catch {
+                try? await client.shutdown()
+                throw error
+            }
+            try await client.shutdown()
+        }
+    }
+
     @Test("after a batch met only silence, the next one goes on a new connection and is answered")
     func silentConnectionIsReplaced() async throws {
-        try await Harness.with { h in
-            let proxy = try await FreezingProxy(to: h.simulatorPort)
-            let client = try HTTP2Client(caFile: h.caFile, limits: .init(silenceSeconds: 0.5, batchSeconds: 5))
-            let origin = try HTTP2Origin(url: "https://localhost:\(proxy.port)")
+        let limits = HTTP2Client.Limits(silenceSeconds: 0.5, batchSeconds: 5)
+        try await Harness.with { h in try await Self.withClient(h, limits: limits) { proxy, client, origin in
             func request() -> HTTP2Request { Self.push(to: origin) }
             // Answered (403: the request carries no provider token, which is all this needs).
             let first = await client.send([request()])
@@ -37,40 +64,34 @@ struct HTTP2ClientSilenceTests {
             let after = await client.send([request()])
             #expect("\(after)".contains("status: 403"), "the batch after the silence: \(after)")
             #expect(proxy.accepted == 2, "the batch after the silence went on the silent connection")
-            try await client.shutdown()
-            try await proxy.close()
-        }
+        } }
     }
 
     @Test("an idle connection that falls silent is found out by its PING and closed; the next batch is answered")
     func idleSilentConnectionIsClosed() async throws {
-        try await Harness.with { h in
-            let proxy = try await FreezingProxy(to: h.simulatorPort)
-            let client = try HTTP2Client(
-                caFile: h.caFile, limits: .init(silenceSeconds: 30, batchSeconds: 60, idlePingSeconds: 0.3))
-            let request = Self.push(to: try HTTP2Origin(url: "https://localhost:\(proxy.port)"))
+        let limits = HTTP2Client.Limits(silenceSeconds: 30, batchSeconds: 60, idlePingSeconds: 0.3)
+        try await Harness.with { h in try await Self.withClient(h, limits: limits) { proxy, client, origin in
+            let request = Self.push(to: origin)
             let first = await client.send([request])
             #expect("\(first)".contains("status: 403"), "\(first)")
             // Alive while idle: its PINGs (one every 0.3 s) are answered, and it stays open.
-            #expect(try await !pollUntil(timeout: .seconds(1)) { proxy.closedByClients > 0 })
+            let closedWhileAlive = try await pollUntil(timeout: .seconds(1)) { proxy.closedByClients > 0 }
+            #expect(!closedWhileAlive)
 
             proxy.freeze()
-            #expect(try await pollUntil(timeout: .seconds(10)) { proxy.closedByClients == 1 },
-                    "the silent connection was not closed")
+            let closed = try await pollUntil(timeout: .seconds(10)) { proxy.closedByClients == 1 }
+            #expect(closed, "the silent connection was not closed")
             let started = ContinuousClock.now
             let after = await client.send([request])
             #expect("\(after)".contains("status: 403"), "\(after)")
             #expect(ContinuousClock.now - started < .seconds(10), "the batch waited for its silence limit")
             #expect(proxy.accepted == 2)
-            try await client.shutdown()
-            try await proxy.close()
-        }
+        } }
     }
 
     @Test("a relay whose APNs connection falls silent delivers the write on a new connection after one timeout")
     func relayDeliversAfterSilence() async throws {
-        try await Harness.with { h in
-            let proxy = try await FreezingProxy(to: h.simulatorPort)
+        try await Harness.with { h in try await Self.withProxy(h) { proxy in
             // One worker: with two, a retry taken by the other worker's connection would hide the silent one.
             let environment = ["APNS_PRODUCTION_URL": "https://127.0.0.1:\(proxy.port)", "LIVERELAY_WORKERS": "1"]
             try await h.withRelay(environment: environment) {
@@ -101,7 +122,6 @@ struct HTTP2ClientSilenceTests {
                 #expect(log.count == 3 && log.first == "sent: " && log.last == "sent: ", "\(log)")
                 #expect(log.dropFirst().first?.hasPrefix("retrying: ") == true, "\(log)")
             }
-            try await proxy.close()
-        }
+        } }
     }
 }
