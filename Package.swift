@@ -34,11 +34,21 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // The write-ahead log as a wake-up: a physical replication connection and the scanner that reads its records
+        // for commits of inserts into the outbox and the broadcast log.
+        .target(
+            name: "LiveRelayWAL",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // PostgreSQL: migrations, outbox claims, the listener, the broadcast log.
         .target(
             name: "LiveRelayPostgres",
             dependencies: [
-                "LiveRelayCore",
+                "LiveRelayCore", "LiveRelayWAL",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -245,7 +255,7 @@ let package = Package(
             dependencies: [
                 "LiveRelayCore", "LiveRelayAPNs", "LiveRelayHTTP2Client", "LiveRelayFCM", "LiveRelayHTTP",
                 "LiveRelayHTTPServer", "LiveRelayStream", "LiveRelayPostgres", "LiveRelayDelivery",
-                "LiveRelayDevSupport",
+                "LiveRelayDevSupport", "LiveRelayWAL",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

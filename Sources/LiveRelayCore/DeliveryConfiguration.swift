@@ -14,6 +14,8 @@ public struct DeliveryConfiguration: Sendable {
     public var foregroundPolicy = ForegroundPolicy.downgrade
     /// `LIVERELAY_WIDGET_MIN_INTERVAL`: the least time between two reloads of one widget token.
     public var widgetMinIntervalSeconds: Double = 60
+    /// `LIVERELAY_WAKEUP`: what wakes the relay when a writer commits.
+    public var wakeup = WakeupSource.auto
     public init() {}
 }
 
@@ -55,6 +57,9 @@ extension DeliveryConfiguration {
         delivery.widgetMinIntervalSeconds = reader.keep(delivery.widgetMinIntervalSeconds) {
             reader throws(ConfigurationError) in
             try reader.duration("LIVERELAY_WIDGET_MIN_INTERVAL", default: 60, range: 0...86_400)
+        }
+        delivery.wakeup = reader.keep(delivery.wakeup) { reader throws(ConfigurationError) in
+            try reader.choice("LIVERELAY_WAKEUP", default: WakeupSource.auto)
         }
         return delivery
     }

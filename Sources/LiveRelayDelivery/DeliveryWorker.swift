@@ -129,7 +129,12 @@ public final class DeliveryWorker: Service, Sendable {
                 // every worker after every batch cost each one-row write several empty claims). A worker that
                 // skipped rows of an activity this batch held looks again within 20 ms (below).
                 listener.ringAfterBatch()
-                if result.named && result.claimed < configuration.batchSize && !result.more {
+                let full = result.claimed >= configuration.batchSize || result.more
+                if !full, let followUp = listener.walFollowUp(gateID, claimed: true) {
+                    // The relay reads the log: every commit rings a worker, so one that did not fill its batch waits
+                    // for its doorbell (claiming once more would find nothing, as for a named batch below).
+                    pause = Self.pause(after: followUp, poll: poll)
+                } else if result.named && result.claimed < configuration.batchSize && !result.more {
                     // It sent what a wake-up named: the writes that came meanwhile without one (they found the relay
                     // busy) are found by the re-scan that follows going idle, so it goes idle now rather than
                     // claiming once more for nothing, as almost every one-row write would.
@@ -141,12 +146,23 @@ public final class DeliveryWorker: Service, Sendable {
             } else if result.claimed > 0 {
                 // Everything claimed belongs to activities another relay is sending right now.
                 pause = min(poll, .milliseconds(20))
+            } else if let followUp = listener.walFollowUp(gateID, claimed: false) {
+                pause = Self.pause(after: followUp, poll: poll)
             } else {
                 listener.reportIdle(gateID)
                 pause = poll
             }
             if let pause { await doorbell.wait(timeout: pause) }
             waited = pause != nil
+        }
+    }
+
+    /// How long a worker waits for its doorbell after `followUp` (nil: it claims again at once).
+    static func pause(after followUp: WALFollowUp, poll: Duration) -> Duration? {
+        switch followUp {
+        case .now: nil
+        case .soon: .milliseconds(2)
+        case .wait: poll
         }
     }
 

@@ -22,6 +22,14 @@ struct WakeupGate: Sendable {
     private var notifiedRows: [Int64] = []
     private var notifiedAt: ContinuousClock.Instant?
 
+    /// The relay reads the write-ahead log for commits (`WALWatcher`): its row says busy whatever its workers do, so
+    /// writers never notify it, and their busy and idle no longer need writing.
+    private(set) var watchesWAL = false
+    /// When the log last showed an outbox commit that rang each worker, until that worker's next follow-up.
+    private var walWokeAt: [Consumer: ContinuousClock.Instant] = [:]
+    /// The log showed an outbox commit while every worker was busy: the next worker to finish claims again.
+    private var missedWALWake = false
+
     /// At most this many named rows wait (the names are only a hint: the general claim finds every row).
     static let notifiedRowsKept = 1_000
 
@@ -74,16 +82,54 @@ struct WakeupGate: Sendable {
     /// A consumer found work. True when the row must be rewritten (it said idle); after a wake-up it already says
     /// busy (the writer that notified marked it).
     mutating func reportBusy(_ consumer: Consumer) -> Bool {
-        let changed = busy.insert(consumer).inserted && busy.count == 1 && publishedIdle
+        let changed = busy.insert(consumer).inserted && busy.count == 1 && publishedIdle && !watchesWAL
         if changed { stale = true }
         return changed
     }
 
     /// A consumer drained everything it saw. True when the row must be rewritten (the relay is idle now).
     mutating func reportIdle(_ consumer: Consumer) -> Bool {
-        let changed = (busy.remove(consumer) != nil || !publishedIdle) && busy.isEmpty
+        let changed = (busy.remove(consumer) != nil || !publishedIdle) && busy.isEmpty && !watchesWAL
         if changed { stale = true }
         return changed
+    }
+
+    /// The relay starts or stops reading the write-ahead log. True when the row must be rewritten: busy from now on,
+    /// or, when the log is lost, what the workers are (idle ones let writers notify again).
+    mutating func watchWAL(_ watching: Bool) -> Bool {
+        guard watching != watchesWAL else { return false }
+        watchesWAL = watching
+        walWokeAt = [:]
+        missedWALWake = false
+        stale = true
+        return true
+    }
+
+    /// The log showed commits: of outbox rows (`outbox`), which ring the stream and an idle worker, counted busy
+    /// until its follow-up says it may wait; of stream events alone, which ring the stream.
+    mutating func walCommitted(outbox: Bool, at now: ContinuousClock.Instant) -> [Consumer] {
+        let streams = (0..<consumers).filter { !sharing.contains($0) }
+        guard outbox else { return streams }
+        let ring = wakeUp(notified: true, at: now)
+        if let worker = ring.first(where: sharing.contains) {
+            walWokeAt[worker] = now
+        } else {
+            missedWALWake = true
+        }
+        return ring
+    }
+
+    /// The follow-up of `worker`'s batch (`claimed`: whether its claim found rows); nil while the log is not read.
+    mutating func walFollowUp(_ worker: Consumer, claimed: Bool, at now: ContinuousClock.Instant,
+                              window: Duration = .milliseconds(50)) -> WALFollowUp? {
+        guard watchesWAL else { return nil }
+        if missedWALWake {
+            missedWALWake = false
+            return .now
+        }
+        if let woken = walWokeAt.removeValue(forKey: worker), !claimed, now - woken < window { return .soon }
+        busy.remove(worker)
+        return .wait
     }
 
     /// Whether the row must be rewritten; the listener is about to.
@@ -95,7 +141,7 @@ struct WakeupGate: Sendable {
     /// The row is about to be written: what it says (idle when no worker is busy). Set before the write, so that a
     /// writer's notification that arrives meanwhile (marking the row busy) wins.
     mutating func publish() -> Bool {
-        publishedIdle = busy.isEmpty
+        publishedIdle = busy.isEmpty && !watchesWAL
         return publishedIdle
     }
 

@@ -115,6 +115,28 @@ public final class WakeupListener: Service, Sendable {
         payload.isEmpty ? [] : payload.split(separator: ",").compactMap { Int64($0) }
     }
 
+    /// The relay starts reading the write-ahead log for commits (`WALWatcher`), or has lost it: while it reads, its
+    /// row says busy, so writers send no NOTIFY. Either way every consumer looks once, for what was committed while
+    /// the other wake-up was in charge.
+    public func watchWAL(_ watching: Bool) {
+        if state.withLock({ $0.gate.watchWAL(watching) }) { gateChanged.ring() }
+        ringAll()
+    }
+
+    /// The log showed commits of outbox rows (`outbox`) or of stream events alone.
+    public func walCommitted(outbox: Bool) {
+        let doorbells = state.withLock { state in
+            state.gate.walCommitted(outbox: outbox, at: .now).map { state.doorbells[$0] }
+        }
+        for doorbell in doorbells { doorbell.ring() }
+    }
+
+    /// What worker `id` does after a batch that neither filled nor left work behind, while the log is read (nil when
+    /// it is not: the worker follows the notifications' rules). See `WakeupGate.FollowUp`.
+    public func walFollowUp(_ id: Int, claimed: Bool) -> WALFollowUp? {
+        state.withLock { $0.gate.walFollowUp(id, claimed: claimed, at: .now) }
+    }
+
     /// A consumer found work: writers need not wake us while it drains.
     public func reportBusy(_ id: Int) {
         if state.withLock({ $0.gate.reportBusy(id) }) { gateChanged.ring() }

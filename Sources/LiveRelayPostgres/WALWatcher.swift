@@ -1,0 +1,125 @@
+import Logging
+import LiveRelayWAL
+import NIOCore
+import NIOPosix
+import PostgresNIO
+import ServiceLifecycle
+
+/// Wakes the relay from the write-ahead log: a physical replication connection streams the WAL as it is flushed, and
+/// `WALScanner` finds the commits of transactions that inserted outbox rows or stream events. The writers' triggers
+/// then send no NOTIFY (this relay's gate row says busy while the log is read), which keeps NOTIFY's commit work and
+/// the gate row out of every writer's transaction; the relay still wakes within the same moment of the commit.
+///
+/// Used when PostgreSQL allows it (`WALWakeupSettings`); otherwise, and whenever the connection is down, the relay
+/// wakes by NOTIFY as before (`WakeupListener`), and every consumer looks again at each switch, so nothing committed
+/// in between waits for the poll.
+public final class WALWatcher: Service, Sendable {
+    private let connector: DatabaseConnector
+    private let listener: WakeupListener
+    private let eventLoop: any EventLoop
+    private let logger: Logger
+
+    /// How often the settings that decide whether the log may be read are read again while it is.
+    static let recheckEvery = Duration.seconds(60)
+
+    public init(connector: DatabaseConnector, listener: WakeupListener, eventLoop: any EventLoop, logger: Logger) {
+        self.connector = connector
+        self.listener = listener
+        self.eventLoop = eventLoop
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown { await self.watch() }
+    }
+
+    private func watch() async {
+        var backoff = Duration.seconds(1)
+        var outage = OutageLog()
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                let settings = try await readSettings()
+                if let reason = settings.unusable {
+                    logger.notice("wake-ups come by NOTIFY: \(reason)")
+                    return
+                }
+                try await stream(settings)
+            } catch let failure as ReplicationFailure where failure.isPermanent {
+                listener.watchWAL(false)
+                logger.notice("wake-ups come by NOTIFY: the replication connection was refused", metadata: [
+                    "error": "\(failure)",
+                ])
+                return
+            } catch let change as WALWakeupSettings.Change {
+                listener.watchWAL(false)
+                logger.notice("wake-ups come by NOTIFY: \(change.reason)")
+                return
+            } catch {
+                listener.watchWAL(false)
+                if Task.isCancelled || Task.isShuttingDownGracefully { return }
+                if outage.failed(safeDescription(error), at: .now) == .warning {
+                    logger.warning("wake-ups come by NOTIFY until the replication connection is back", metadata: [
+                        "error": "\(safeDescription(error))", "retry_in_ms": "\(backoff.components.seconds * 1000)",
+                    ])
+                }
+                try? await Task.sleep(for: backoff)
+                backoff = min(backoff * 2, .seconds(30))
+            }
+        }
+    }
+
+    /// Streams until the connection ends (it throws then).
+    private func stream(_ settings: WALWakeupSettings) async throws {
+        let endpoint = ReplicationEndpoint(
+            host: connector.configuration.host ?? "localhost", port: connector.configuration.port ?? 5432,
+            user: connector.configuration.username, password: connector.configuration.password,
+            database: connector.configuration.database, connectTimeout: connector.connectTimeout)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // The settings may change while the log is read (a synchronous standby configured): look again now
+                // and then, and stop reading when they no longer allow it.
+                while true {
+                    try await Task.sleep(for: Self.recheckEvery)
+                    if let reason = try await self.readSettings().unusable { throw WALWakeupSettings.Change(reason) }
+                }
+            }
+            group.addTask {
+                var scanner: WALScanner?
+                try await ReplicationStream.run(endpoint, on: self.eventLoop, ready: { start in
+                    // The page of the flushed end: every commit from there on is read (one that ended before is
+                    // found by the look every consumer takes when the log takes over).
+                    let first = start.flushed / 8192 * 8192
+                    scanner = WALScanner(start: first, watched: settings.watched, segmentSize: settings.segmentSize)
+                    self.listener.watchWAL(true)
+                    self.logger.notice("wake-ups come from the write-ahead log", metadata: [
+                        "from": "\(first.walText)", "postgresql": "\(start.serverVersion)",
+                    ])
+                    return first
+                }, receive: { lsn, bytes in
+                    guard scanner != nil else { return }
+                    let events = try scanner!.feed(bytes, at: lsn)
+                    if events.contains(.relationsChanged) {
+                        // (TRUNCATE, VACUUM FULL): the tables' new files, and a look for what went into them.
+                        scanner!.watch(try await self.readSettings().watched)
+                        self.listener.ringAll()
+                    }
+                    if events.contains(.outboxCommitted) {
+                        self.listener.walCommitted(outbox: true)
+                    } else if events.contains(.logCommitted) {
+                        self.listener.walCommitted(outbox: false)
+                    }
+                })
+            }
+            defer { group.cancelAll() }
+            try await group.next()
+        }
+    }
+
+    private func readSettings() async throws -> WALWakeupSettings {
+        try await connector.withConnection(logger: logger) { connection in
+            try await ConnectionScope.run(on: connection, deadline: .seconds(10), what: "reading the WAL settings") {
+                try await WALWakeupSettings.read(on: connection, logger: self.logger)
+            }
+        }
+    }
+}
