@@ -2,12 +2,13 @@
 -- writer's transaction.
 -- Statement-level triggers with transition tables: one pass per statement, however many rows it touches.
 
--- Wake idle relays. Gated by relay_wakeup so that busy relays (which re-scan until the outbox is empty) do not make
--- every writer take NOTIFY's commit lock: the first writer to find a relay idle marks it busy and notifies; writers
--- that come while that writer's transaction is open (the row is locked: skipped) or after it (busy) do not. A
--- rolled-back writer undoes its mark. A writer that finds every relay busy relies on the relay re-scanning after it
--- marks itself idle again: it does so at once, and again whenever one of the transactions that were in progress just
--- after it said idle ends (such a writer is one of them: it has written, so it has a transaction id).
+-- Wake idle relays (a relay that reads the write-ahead log for commits says busy: WALWatcher). Gated by relay_wakeup
+-- so that busy relays (which re-scan until the outbox is empty) do not make every writer take NOTIFY's commit lock:
+-- the first writer to find a relay idle marks it busy and notifies; writers that come while that writer's
+-- transaction is open (the row is locked: skipped) or after it (busy) do not. A rolled-back writer undoes its mark. A
+-- writer that finds every relay busy relies on the relay re-scanning after it marks itself idle again: it does so at
+-- once, and again whenever one of the transactions that were in progress just after it said idle ends (such a writer
+-- is one of them: it has written, so it has a transaction id).
 
 -- `queued`: the outbox rows this statement queued. A notification names them when they are few (a row written alone:
 -- the common case), so that the woken worker claims them by primary key (liverelay_claim_deliveries with `ids`) rather
@@ -26,7 +27,11 @@ BEGIN
     UPDATE relay_wakeup SET idle = false
     WHERE instance_id IN (SELECT instance_id FROM relay_wakeup
                           WHERE idle AND updated_at > now() - interval '2 minutes' FOR UPDATE SKIP LOCKED);
-    IF FOUND THEN
+    -- A relay that reads the write-ahead log (its row says busy: reads_wal) sees this commit when it is flushed,
+    -- which for an asynchronous commit is up to wal_writer_delay later: such a writer notifies it.
+    IF FOUND OR (current_setting('synchronous_commit') = 'off'
+                 AND EXISTS (SELECT 1 FROM relay_wakeup
+                             WHERE reads_wal AND updated_at > now() - interval '2 minutes')) THEN
         PERFORM set_config('liverelay.woken', 'yes', true);
         PERFORM pg_notify('liverelay_wake', CASE WHEN cardinality(queued) BETWEEN 1 AND 32
                                                  THEN array_to_string(queued, ',') ELSE '' END);

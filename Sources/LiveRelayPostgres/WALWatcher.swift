@@ -46,16 +46,19 @@ public final class WALWatcher: Service, Sendable {
                 try await stream(settings)
             } catch let failure as ReplicationFailure where failure.isPermanent {
                 listener.watchWAL(false)
+                try? await sayReadsWAL(false)
                 logger.notice("wake-ups come by NOTIFY: the replication connection was refused", metadata: [
                     "error": "\(failure)",
                 ])
                 return
             } catch let change as WALWakeupSettings.Change {
                 listener.watchWAL(false)
+                try? await sayReadsWAL(false)
                 logger.notice("wake-ups come by NOTIFY: \(change.reason)")
                 return
             } catch {
                 listener.watchWAL(false)
+                try? await sayReadsWAL(false)
                 if Task.isCancelled || Task.isShuttingDownGracefully { return }
                 if outage.failed(safeDescription(error), at: .now) == .warning {
                     logger.warning("wake-ups come by NOTIFY until the replication connection is back", metadata: [
@@ -91,6 +94,7 @@ public final class WALWatcher: Service, Sendable {
                     let first = start.flushed / 8192 * 8192
                     scanner = WALScanner(start: first, watched: settings.watched, segmentSize: settings.segmentSize)
                     self.listener.watchWAL(true)
+                    try await self.sayReadsWAL(true)
                     self.logger.notice("wake-ups come from the write-ahead log", metadata: [
                         "from": "\(first.walText)", "postgresql": "\(start.serverVersion)",
                     ])
@@ -112,6 +116,20 @@ public final class WALWatcher: Service, Sendable {
             }
             defer { group.cancelAll() }
             try await group.next()
+        }
+    }
+
+    /// Says in this relay's gate row whether it reads the log, for writers that commit asynchronously (their commits
+    /// reach the log late: they notify such a relay; sql/020_triggers.sql). The listener writes the rest of the row.
+    private func sayReadsWAL(_ reading: Bool) async throws {
+        try await connector.withConnection(logger: logger) { connection in
+            try await ConnectionScope.run(on: connection, deadline: .seconds(10), what: "writing the gate row") {
+                try await connection.query("""
+                    INSERT INTO relay_wakeup (instance_id, idle, updated_at, reads_wal)
+                    VALUES (\(self.listener.instanceID), false, now(), \(reading))
+                    ON CONFLICT (instance_id) DO UPDATE SET reads_wal = excluded.reads_wal
+                    """, logger: self.logger)
+            }
         }
     }
 

@@ -16,7 +16,8 @@ public final class WakeupListener: Service, Sendable {
     private let connector: DatabaseConnector
     private let logger: Logger
     private let eventLoop: (any EventLoop)?
-    private let instanceID = UUID()
+    /// This relay's row in `relay_wakeup`.
+    public let instanceID = UUID()
     private let state = Mutex(State())
     private let gateChanged = Doorbell()
 
