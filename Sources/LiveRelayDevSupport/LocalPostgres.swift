@@ -27,7 +27,9 @@ public struct LocalPostgres: Sendable {
 
     /// Creates the cluster (trust authentication on loopback only) unless it exists.
     /// - Parameter maxConnections: sessions the cluster accepts (a relay uses up to 15; tests run many at once).
-    public func initializeIfNeeded(durable: Bool = true, maxConnections: Int = 200) throws {
+    /// - Parameter walSenders: replication connections it accepts (`max_wal_senders`; each relay reads the
+    ///   write-ahead log over one, see WALWatcher).
+    public func initializeIfNeeded(durable: Bool = true, maxConnections: Int = 200, walSenders: Int = 10) throws {
         guard !isInitialized else { return }
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         try handOverToServerUser(dataDirectory)
@@ -41,6 +43,7 @@ public struct LocalPostgres: Sendable {
             listen_addresses = '127.0.0.1'
             unix_socket_directories = ''
             max_connections = \(maxConnections)
+            max_wal_senders = \(walSenders)
             """
         if !durable { settings += "\nfsync = off\nfull_page_writes = off\n" }
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: dataDirectory + "/postgresql.conf"))

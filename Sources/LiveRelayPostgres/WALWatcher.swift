@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import LiveRelayWAL
 import NIOCore
@@ -76,7 +77,10 @@ public final class WALWatcher: Service, Sendable {
         let endpoint = ReplicationEndpoint(
             host: connector.configuration.host ?? "localhost", port: connector.configuration.port ?? 5432,
             user: connector.configuration.username, password: connector.configuration.password,
-            database: connector.configuration.database, connectTimeout: connector.connectTimeout)
+            database: connector.configuration.database,
+            // Named after the gate row, so that pg_stat_replication tells which relay each connection is.
+            applicationName: "liverelay-wal-" + listener.instanceID.uuidString.prefix(8).lowercased(),
+            connectTimeout: connector.connectTimeout)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 // The settings may change while the log is read (a synchronous standby configured): look again now

@@ -38,12 +38,15 @@ struct SQLWriteDeliveryTests {
         }
     }
 
-    @Test("with the poll effectively off, every write to an idle relay wakes it (the wake-up gate re-opens after each)")
+    @Test("""
+        with the poll effectively off and wake-ups by NOTIFY only, every write to an idle relay wakes it (the wake-up \
+        gate re-opens after each)
+        """)
     func everyWriteWakesAnIdleRelay() async throws {
         try await Harness.with { h in
             // A one-minute poll: only NOTIFY can deliver within the 15 s each round allows (a loaded machine running
-            // the whole suite side by side can take seconds).
-            try await h.withRelay(environment: ["LIVERELAY_POLL_INTERVAL_MS": "60000"]) {
+            // the whole suite side by side can take seconds). (WALWakeupTests has the same with the log.)
+            try await h.withRelay(environment: ["LIVERELAY_POLL_INTERVAL_MS": "60000", "LIVERELAY_WAKEUP": "notify"]) {
                 let token = try await h.registerActivity(session: "s-wake")
                 for round in 1...6 {
                     // Sometimes the next write comes while the relay is still finishing, sometimes when it idles.

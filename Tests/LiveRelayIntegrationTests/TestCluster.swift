@@ -24,8 +24,9 @@ enum TestCluster {
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: base)
         let postgres = try LocalPostgres(
             dataDirectory: "\(base)/\(name)-\(UUID().uuidString.prefix(8))", port: LocalPostgres.freePort())
-        // Tests run in parallel and several start relay processes of their own (up to 15 sessions each).
-        try postgres.initializeIfNeeded(durable: false, maxConnections: 600)
+        // Tests run in parallel and several start relay processes of their own (up to 15 sessions and a replication
+        // connection each).
+        try postgres.initializeIfNeeded(durable: false, maxConnections: 600, walSenders: 150)
         try postgres.start()
         lock.withLock {
             if clusters.isEmpty { atexit { TestCluster.stopAll() } }

@@ -5,9 +5,13 @@ import PostgresNIO
 import Testing
 
 /// The writers' side of the wake-up gate (sql/020_triggers.sql), observed through `relay_wakeup` inside one writer
-/// transaction, with no relay running.
+/// transaction, with no relay running; and the relay's side, with it waking by NOTIFY only.
 @Suite("Wake-up gate")
 struct WakeupGateTests {
+    /// A one-minute poll, and wake-ups by NOTIFY only: the relay does not read the write-ahead log, which would see
+    /// every commit whatever the gate says (WALWakeupTests).
+    static let gateOnly = ["LIVERELAY_POLL_INTERVAL_MS": "60000", "LIVERELAY_WAKEUP": "notify"]
+
     @Test("a transaction wakes an idle relay once; one that found it busy looks again in its next statement")
     func oncePerTransactionAfterWaking() async throws {
         try await Harness.with { h in
@@ -47,6 +51,41 @@ struct WakeupGateTests {
                 // The flag ended with the transaction: the next one wakes the relay again.
                 try await write("s-gate-2", 2)
                 #expect(try await idle() == false)
+            }
+        }
+    }
+
+    @Test("a writer that commits asynchronously notifies a relay that reads the log; a durable writer does not")
+    func asynchronousWriterNotifiesLogReader() async throws {
+        try await Harness.with { h in
+            _ = try await h.registerActivity(session: "s-async", state: #"{"n": 0}"#)
+            // A relay that reads the write-ahead log: its row says busy (sql/020_triggers.sql, liverelay_wake).
+            try await h.sql("INSERT INTO relay_wakeup (instance_id, idle, reads_wal) VALUES (gen_random_uuid(), false, true)")
+            try await h.withConnection { listener in
+                let heard = try await listener.listen(on: "liverelay_wake") { notifications in
+                    try await withThrowingTaskGroup(of: [String].self) { group in
+                        group.addTask {
+                            var payloads: [String] = []
+                            for try await notification in notifications {
+                                payloads.append(notification.payload)
+                                if notification.payload == "probe" { break }
+                            }
+                            return payloads
+                        }
+                        try await h.withConnection { writer in
+                            let write = "UPDATE activity_registration SET content_state = '{\"n\": 1}' WHERE session_id = 's-async'"
+                            try await writer.query("SET synchronous_commit = on", logger: h.logger)
+                            try await writer.query(PostgresQuery(unsafeSQL: write), logger: h.logger)
+                            try await writer.query("SET synchronous_commit = off", logger: h.logger)
+                            try await writer.query(PostgresQuery(unsafeSQL: write.replacingOccurrences(of: "1", with: "2")),
+                                                   logger: h.logger)
+                        }
+                        // Notifications arrive in commit order: once ours is heard, the writers' would have been.
+                        try await h.sql("SELECT pg_notify('liverelay_wake', 'probe')")
+                        return try await group.next() ?? []
+                    }
+                }
+                #expect(heard.count == 2 && heard.last == "probe", "one notification, the asynchronous writer's: \(heard)")
             }
         }
     }
@@ -102,7 +141,7 @@ struct WakeupGateTests {
     func commitWhileBusy() async throws {
         try await Harness.with { h in
             // A one-minute poll: only the relay's look when it turns idle can deliver within the time allowed.
-            try await h.withRelay(environment: ["LIVERELAY_POLL_INTERVAL_MS": "60000"]) {
+            try await h.withRelay(environment: Self.gateOnly) {
                 let (busy, slow) = try await Self.slowAPNs(h)
                 var exercised = false
                 for n in 1...5 where !exercised {
@@ -129,7 +168,7 @@ struct WakeupGateTests {
     func slowCommitAfterIdle() async throws {
         try await Harness.with { h in
             // A one-minute poll: only the gate can deliver within the time allowed.
-            try await h.withRelay(environment: ["LIVERELAY_POLL_INTERVAL_MS": "60000"]) {
+            try await h.withRelay(environment: Self.gateOnly) {
                 let (busy, slow) = try await Self.slowAPNs(h)
                 var exercised = false
                 for n in 1...5 where !exercised {

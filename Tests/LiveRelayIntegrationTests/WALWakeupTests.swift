@@ -1,0 +1,109 @@
+import Foundation
+import PostgresNIO
+import Testing
+
+/// The relay woken by the write-ahead log (`LIVERELAY_WAKEUP=auto`, the default): over a real replication connection,
+/// with the poll at a minute, so that only a wake-up delivers within the time each write is given.
+@Suite("Wake-up from the write-ahead log", .timeLimit(.minutes(3)))
+struct WALWakeupTests {
+    static let pollOff = ["LIVERELAY_POLL_INTERVAL_MS": "60000"]
+
+    static func write(_ h: Harness, _ session: String, _ n: Int) async throws {
+        try await h.sql("""
+            UPDATE activity_registration SET content_state = jsonb_build_object('n', \(n)) WHERE session_id = \(session)
+            """)
+    }
+
+    static func delivered(_ h: Harness, _ token: String, _ n: Int) async throws {
+        _ = try await h.waitForPushes(timeout: .seconds(15)) { $0.last { $0.token == token }?.n == Int64(n) }
+    }
+
+    @Test("every write wakes the relay, which reads the log; its row says so, and writers send no NOTIFY")
+    func writesWakeWithoutNotify() async throws {
+        try await Harness.with { h in
+            try await h.withRelay(environment: Self.pollOff) {
+                try await h.waitUntil("SELECT bool_and(reads_wal AND NOT idle) FROM relay_wakeup")
+                let token = try await h.registerActivity(session: "s-wal")
+                var heard: [String] = []
+                try await h.withConnection { listener in
+                    heard = try await listener.listen(on: "liverelay_wake") { notifications in
+                        try await withThrowingTaskGroup(of: [String].self) { group in
+                            group.addTask {
+                                var payloads: [String] = []
+                                for try await notification in notifications {
+                                    payloads.append(notification.payload)
+                                    if notification.payload == "probe" { break }
+                                }
+                                return payloads
+                            }
+                            for round in 1...6 {
+                                // Sometimes the next write comes while the relay is still finishing, sometimes later.
+                                if round.isMultiple(of: 2) { try await Task.sleep(for: .milliseconds(300)) }
+                                try await Self.write(h, "s-wal", round)
+                                try await Self.delivered(h, token, round)
+                            }
+                            // Notifications arrive in commit order: once ours is heard, a writer's would have been.
+                            try await h.sql("SELECT pg_notify('liverelay_wake', 'probe')")
+                            return try await group.next() ?? []
+                        }
+                    }
+                }
+                #expect(heard == ["probe"], "the writers notified")
+            }
+        }
+    }
+
+    @Test("after TRUNCATE (the outbox in a new file) the next write still wakes the relay")
+    func outboxTruncated() async throws {
+        try await Harness.with { h in
+            try await h.withRelay(environment: Self.pollOff) {
+                try await h.waitUntil("SELECT bool_and(reads_wal) FROM relay_wakeup")
+                let token = try await h.registerActivity(session: "s-truncate")
+                try await Self.write(h, "s-truncate", 1)
+                try await Self.delivered(h, token, 1)
+                try await h.sql("TRUNCATE delivery_outbox")
+                try await Self.write(h, "s-truncate", 2)
+                try await Self.delivered(h, token, 2)
+            }
+        }
+    }
+
+    @Test("when the replication connection is lost, writers notify the relay again, and the log takes over once back")
+    func connectionLost() async throws {
+        try await Harness.with { h in
+            try await h.withRelay(environment: Self.pollOff) {
+                try await h.waitUntil("SELECT bool_and(reads_wal) FROM relay_wakeup")
+                let token = try await h.registerActivity(session: "s-lost")
+                // This relay's replication connection, named after its gate row.
+                try await h.sql("""
+                    SELECT pg_terminate_backend(r.pid) FROM pg_stat_replication r JOIN relay_wakeup w
+                    ON r.application_name = 'liverelay-wal-' || left(w.instance_id::text, 8)
+                    """)
+                try await h.waitUntil("SELECT bool_and(NOT reads_wal AND idle) FROM relay_wakeup")
+                try await Self.write(h, "s-lost", 1)
+                try await Self.delivered(h, token, 1)
+                // It reconnects after a second: the row says busy again, and writes are still delivered.
+                try await h.waitUntil("SELECT bool_and(reads_wal AND NOT idle) FROM relay_wakeup")
+                try await Self.write(h, "s-lost", 2)
+                try await Self.delivered(h, token, 2)
+            }
+        }
+    }
+
+    @Test("LIVERELAY_WAKEUP=notify: no replication connection; the relay's row lets writers notify it")
+    func notifyOnly() async throws {
+        try await Harness.with { h in
+            try await h.withRelay(environment: Self.pollOff.merging(["LIVERELAY_WAKEUP": "notify"]) { $1 }) {
+                try await h.waitUntil("SELECT bool_and(idle AND NOT reads_wal) FROM relay_wakeup")
+                let token = try await h.registerActivity(session: "s-notify")
+                try await Self.write(h, "s-notify", 1)
+                try await Self.delivered(h, token, 1)
+                let mine = try await h.rows("""
+                    SELECT count(*)::int4 FROM pg_stat_replication r JOIN relay_wakeup w
+                    ON r.application_name = 'liverelay-wal-' || left(w.instance_id::text, 8)
+                    """, as: Int32.self)
+                #expect(mine == [0])
+            }
+        }
+    }
+}
