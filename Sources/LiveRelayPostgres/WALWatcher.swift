@@ -39,6 +39,10 @@ public final class WALWatcher: Service, Sendable {
         var outage = OutageLog()
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
+                if let reason = Self.transportRefusal(connector.configuration) {
+                    logger.notice("wake-ups come by NOTIFY: \(reason)")
+                    return
+                }
                 let settings = try await readSettings()
                 if let reason = settings.unusable {
                     logger.notice("wake-ups come by NOTIFY: \(reason)")
@@ -70,6 +74,20 @@ public final class WALWatcher: Service, Sendable {
                 backoff = min(backoff * 2, .seconds(30))
             }
         }
+    }
+
+    /// Why the replication connection, which has no TLS, may not be opened: only to a server on this machine unless
+    /// `DATABASE_URL` says `sslmode=disable` (with `require` the log's rows must not cross the network in clear, and
+    /// with `prefer` a server that offers TLS gets it from the relay's other connections).
+    static func transportRefusal(_ configuration: PostgresConnection.Configuration) -> String? {
+        if configuration.tls.isEnforced {
+            return "DATABASE_URL requires TLS, which the replication connection does not speak"
+        }
+        let loopback = ["127.0.0.1", "::1", "localhost"].contains(configuration.host ?? "")
+        if configuration.tls.isAllowed && !loopback {
+            return "the replication connection has no TLS: it is opened to a server on this machine, or with sslmode=disable"
+        }
+        return nil
     }
 
     /// Streams until the connection ends (it throws then).
