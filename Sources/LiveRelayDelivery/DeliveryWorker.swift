@@ -161,7 +161,7 @@ public final class DeliveryWorker: Service, Sendable {
     static func pause(after followUp: WALFollowUp, poll: Duration) -> Duration? {
         switch followUp {
         case .now: nil
-        case .soon: .milliseconds(2)
+        case let .soon(look): .milliseconds(2 * [1, 3, 9][min(look, 2)])
         case .wait: poll
         }
     }

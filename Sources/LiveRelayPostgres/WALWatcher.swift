@@ -5,6 +5,7 @@ import NIOCore
 import NIOPosix
 import PostgresNIO
 import ServiceLifecycle
+import Synchronization
 
 /// Wakes the relay from the write-ahead log: a physical replication connection streams the WAL as it is flushed, and
 /// `WALScanner` finds the commits of transactions that inserted outbox rows or stream events. The writers' triggers
@@ -22,6 +23,8 @@ public final class WALWatcher: Service, Sendable {
 
     /// How often the settings that decide whether the log may be read are read again while it is.
     static let recheckEvery = Duration.seconds(60)
+    /// How long after a relation file is created the watched tables' files are read again.
+    static let rereadDelay = Duration.milliseconds(200)
 
     public init(connector: DatabaseConnector, listener: WakeupListener, eventLoop: any EventLoop, logger: Logger) {
         self.connector = connector
@@ -32,6 +35,9 @@ public final class WALWatcher: Service, Sendable {
 
     public func run() async throws {
         await cancelWhenGracefulShutdown { await self.watch() }
+        // The log cannot be read (NOTIFY wakes the relay): stay until the relay stops, as every service does (a
+        // service that returns stops the whole group).
+        try? await gracefulShutdown()
     }
 
     private func watch() async {
@@ -85,7 +91,8 @@ public final class WALWatcher: Service, Sendable {
         }
         let loopback = ["127.0.0.1", "::1", "localhost"].contains(configuration.host ?? "")
         if configuration.tls.isAllowed && !loopback {
-            return "the replication connection has no TLS: it is opened to a server on this machine, or with sslmode=disable"
+            return "the replication connection has no TLS: it is opened to a server on this machine, "
+                + "or with sslmode=disable"
         }
         return nil
     }
@@ -99,13 +106,17 @@ public final class WALWatcher: Service, Sendable {
             // Named after the gate row, so that pg_stat_replication tells which relay each connection is.
             applicationName: "liverelay-wal-" + listener.instanceID.uuidString.prefix(8).lowercased(),
             connectTimeout: connector.connectTimeout)
+        // The watched tables' files as last read, for the stream to take before its next bytes.
+        let reread = PendingWatch()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 // The settings may change while the log is read (a synchronous standby configured): look again now
                 // and then, and stop reading when they no longer allow it.
                 while true {
                     try await Task.sleep(for: Self.recheckEvery)
-                    if let reason = try await self.readSettings().unusable { throw WALWakeupSettings.Change(reason) }
+                    let now = try await self.readSettings()
+                    if let reason = now.unusable { throw WALWakeupSettings.Change(reason) }
+                    reread.set(now.watched)
                 }
             }
             group.addTask {
@@ -123,11 +134,18 @@ public final class WALWatcher: Service, Sendable {
                     return first
                 }, receive: { lsn, bytes in
                     guard scanner != nil else { return }
+                    if let watched = reread.take() { scanner!.watch(watched) }
                     let events = try scanner!.feed(bytes, at: lsn)
                     if events.contains(.relationsChanged) {
-                        // (TRUNCATE, VACUUM FULL): the tables' new files, and a look for what went into them.
-                        scanner!.watch(try await self.readSettings().watched)
-                        self.listener.ringAll()
+                        // A new relation file (TRUNCATE, VACUUM FULL): read the tables' files once the transaction
+                        // that made it is surely visible (its commit reaches the log a moment before; inserts into
+                        // the new file wake meanwhile), then look for what went into them.
+                        Task {
+                            try? await Task.sleep(for: Self.rereadDelay)
+                            guard let now = try? await self.readSettings() else { return }
+                            reread.set(now.watched)
+                            self.listener.ringAll()
+                        }
                     }
                     if events.contains(.outboxCommitted) {
                         self.listener.walCommitted(outbox: true)
@@ -162,4 +180,13 @@ public final class WALWatcher: Service, Sendable {
             }
         }
     }
+}
+
+/// The watched tables' files as last read, handed to the stream before its next bytes.
+private final class PendingWatch: Sendable {
+    private let value = Mutex<WALScanner.Watched?>(nil)
+
+    func set(_ watched: WALScanner.Watched) { value.withLock { $0 = watched } }
+
+    func take() -> WALScanner.Watched? { value.withLock { $0.take() } }
 }

@@ -26,9 +26,13 @@ struct WakeupGate: Sendable {
     /// writers never notify it, and their busy and idle no longer need writing.
     private(set) var watchesWAL = false
     /// When the log last showed an outbox commit that rang each worker, until that worker's next follow-up.
-    private var walWokeAt: [Consumer: ContinuousClock.Instant] = [:]
+    private var walWokeAt: [Consumer: (at: ContinuousClock.Instant, looks: Int)] = [:]
     /// The log showed an outbox commit while every worker was busy: the next worker to finish claims again.
     private var missedWALWake = false
+
+    /// How many times a worker rung for a commit looks again for it (2, 6, 18 ms after its claims: a writer's backend
+    /// can be kept off the CPU for milliseconds between its commit's flush and the moment others see it).
+    static let lateLooks = 3
 
     /// At most this many named rows wait (the names are only a hint: the general claim finds every row).
     static let notifiedRowsKept = 1_000
@@ -112,7 +116,7 @@ struct WakeupGate: Sendable {
         guard outbox else { return streams }
         let ring = wakeUp(notified: true, at: now)
         if let worker = ring.first(where: sharing.contains) {
-            walWokeAt[worker] = now
+            walWokeAt[worker] = (now, 0)
         } else {
             missedWALWake = true
         }
@@ -127,7 +131,11 @@ struct WakeupGate: Sendable {
             missedWALWake = false
             return .now
         }
-        if let woken = walWokeAt.removeValue(forKey: worker), !claimed, now - woken < window { return .soon }
+        if let woken = walWokeAt.removeValue(forKey: worker), !claimed, woken.looks < Self.lateLooks,
+           now - woken.at < window {
+            walWokeAt[worker] = (woken.at, woken.looks + 1)
+            return .soon(woken.looks)
+        }
         busy.remove(worker)
         return .wait
     }

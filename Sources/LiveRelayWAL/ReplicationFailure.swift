@@ -22,7 +22,8 @@ public enum ReplicationFailure: Error, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case let .refused(message, code): "PostgreSQL refused: \(message)" + (code.isEmpty ? "" : " (SQLSTATE \(code))")
-        case let .unsupportedAuthentication(code): "PostgreSQL asked for an authentication method (\(code)) not supported here"
+        case let .unsupportedAuthentication(code):
+            "PostgreSQL asked for an authentication method (\(code)) not supported here"
         case .cleartextPasswordWithoutTLS: "PostgreSQL asked for the password in clear text on a connection without TLS"
         case .passwordRequired: "PostgreSQL asked for a password and DATABASE_URL has none"
         case let .unexpectedMessage(type, what):

@@ -139,7 +139,8 @@ public enum ReplicationStream {
                     guard let password = endpoint.password else { throw ReplicationFailure.passwordRequired }
                     guard let salt = body.readBytes(length: 4) else { throw ReplicationFailure.brokenStream }
                     let inner = hex(Insecure.MD5.hash(data: Array((password + endpoint.user).utf8)))
-                    try await write(FrontendMessage.password("md5" + hex(Insecure.MD5.hash(data: Array(inner.utf8) + salt))))
+                    let outer = hex(Insecure.MD5.hash(data: Array(inner.utf8) + salt))
+                    try await write(FrontendMessage.password("md5" + outer))
                 case 10:  // SASL: the mechanisms offered
                     var mechanisms: [String] = []
                     while let name = body.readNullTerminatedString(), !name.isEmpty { mechanisms.append(name) }
@@ -162,7 +163,9 @@ public enum ReplicationStream {
                     throw ReplicationFailure.unsupportedAuthentication(code)
                 }
             case UInt8(ascii: "S"):  // ParameterStatus
-                if body.readNullTerminatedString() == "server_version" { version = body.readNullTerminatedString() ?? "" }
+                if body.readNullTerminatedString() == "server_version" {
+                    version = body.readNullTerminatedString() ?? ""
+                }
             case BackendMessage.ready:
                 return version
             default:

@@ -16,7 +16,8 @@ public struct WALScanner: Sendable {
         /// A transaction that inserted into the broadcast log committed.
         case logCommitted
         /// A relation file was created in the watched database: the watched tables may have new relfilenodes
-        /// (TRUNCATE, VACUUM FULL); the caller reads them again (`watch(_:)`).
+        /// (TRUNCATE, VACUUM FULL); the caller reads them again once the creating transaction has committed
+        /// (`watch(_:)`). Until then an insert into any file created since counts as one into both watched tables.
         case relationsChanged
     }
 
@@ -66,6 +67,8 @@ public struct WALScanner: Sendable {
     private var seeking: LSN
     private var outboxWriters: Set<UInt32> = []
     private var logWriters: Set<UInt32> = []
+    /// Relation files created in the watched database since the last `watch(_:)`.
+    private var createdFiles: Set<UInt32> = []
     /// At most this many open writers are followed; beyond, the scanner wakes for all of them and starts afresh.
     static let writersFollowed = 100_000
 
@@ -79,7 +82,10 @@ public struct WALScanner: Sendable {
     }
 
     /// The watched tables' files, read again after `relationsChanged`.
-    public mutating func watch(_ watched: Watched) { self.watched = watched }
+    public mutating func watch(_ watched: Watched) {
+        self.watched = watched
+        createdFiles = []
+    }
 
     /// Transactions seen inserting into the watched tables that have not ended yet.
     public var openWriters: Int { outboxWriters.union(logWriters).count }
@@ -135,7 +141,9 @@ public struct WALScanner: Sendable {
 
     /// `count` record bytes from `lsn` on, skipping page headers (copied only when `copy`), and where they end; nil
     /// until all of them are received.
-    private func recordBytes(from lsn: LSN, count: Int, copy: Bool = true) throws(Failure) -> (bytes: [UInt8], end: LSN)? {
+    private func recordBytes(
+        from lsn: LSN, count: Int, copy: Bool = true
+    ) throws(Failure) -> (bytes: [UInt8], end: LSN)? {
         var out: [UInt8] = []
         if copy { out.reserveCapacity(count) }
         var at = lsn, left = count
@@ -182,8 +190,9 @@ public struct WALScanner: Sendable {
         switch record.rmid {
         case 10 where record.info & 0x70 == 0x00, 9 where record.info & 0x70 == 0x50:  // heap insert, multi-insert
             guard let file = record.firstBlock, file.database == watched.database else { return [] }
-            if file.relation == watched.outbox { outboxWriters.insert(record.xid) }
-            if file.relation == watched.log { logWriters.insert(record.xid) }
+            let created = createdFiles.contains(file.relation)
+            if file.relation == watched.outbox || created { outboxWriters.insert(record.xid) }
+            if file.relation == watched.log || created { logWriters.insert(record.xid) }
             if outboxWriters.count + logWriters.count > Self.writersFollowed {
                 defer { outboxWriters = []; logWriters = [] }
                 return [.outboxCommitted, .logCommitted]
@@ -192,8 +201,10 @@ public struct WALScanner: Sendable {
         case 1:
             return ended(record)
         case 2 where record.info & 0xF0 == 0x10:  // XLOG_SMGR_CREATE: RelFileNode, then the fork
-            guard record.mainData.count >= 12 else { return [] }
-            return record.mainData.loadLE(UInt32.self, at: 4) == watched.database ? [.relationsChanged] : []
+            guard record.mainData.count >= 12, record.mainData.loadLE(UInt32.self, at: 4) == watched.database
+            else { return [] }
+            createdFiles.insert(record.mainData.loadLE(UInt32.self, at: 8))
+            return [.relationsChanged]
         default:
             return []
         }

@@ -69,7 +69,8 @@ struct WALBuilder {
 
     /// A heap insert of a `tuple`-byte tuple into relation `relation` of `database`; with a full-page image when
     /// `image` (the first change of the page after a checkpoint).
-    static func heapInsert(xid: UInt32, database: UInt32, relation: UInt32, tuple: Int = 40, image: Int = 0) -> [UInt8] {
+    static func heapInsert(xid: UInt32, database: UInt32, relation: UInt32, tuple: Int = 40,
+                           image: Int = 0) -> [UInt8] {
         var block: [UInt8] = [0, image > 0 ? 0x10 : 0x00] + le(UInt16(tuple))
         if image > 0 { block += le(UInt16(image)) + le(UInt16(0)) + [0x02] }
         block += le(UInt32(1663)) + le(database) + le(relation) + le(UInt32(7))
@@ -97,8 +98,8 @@ struct WALBuilder {
     }
 
     /// A relation file created (TRUNCATE, VACUUM FULL, CREATE TABLE) in `database`.
-    static func fileCreated(database: UInt32, relation: UInt32) -> [UInt8] {
+    static func fileCreated(database: UInt32, relation: UInt32, xid: UInt32) -> [UInt8] {
         let main = le(UInt32(1663)) + le(database) + le(relation) + le(Int32(0))
-        return record(xid: 0, rmid: 2, info: 0x10, headers: mainDataHeader(main.count), payload: main)
+        return record(xid: xid, rmid: 2, info: 0x10, headers: mainDataHeader(main.count), payload: main)
     }
 }

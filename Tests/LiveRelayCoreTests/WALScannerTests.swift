@@ -121,13 +121,31 @@ struct WALScannerTests {
         #expect(try Self.events(wal, chunk: 3_000) == expected)
     }
 
-    @Test("a new relation file in the watched database is reported (the watched tables may have moved)")
+    @Test("""
+        a relation file created in the watched database is reported, and inserts into it wake until the watched \
+        files are read again
+        """)
     func relationFileCreated() throws {
-        let events = try Self.eventsPerRecord([
-            WALBuilder.fileCreated(database: 6, relation: 20_000),
-            WALBuilder.fileCreated(database: 5, relation: 20_001),
-        ])
-        #expect(events == [[], [.relationsChanged]])
+        var wal = WALBuilder()
+        var scanner = WALScanner(start: wal.start, watched: Self.watched)
+        var fed = 0
+        func feed(_ record: [UInt8]) throws -> Set<Event> {
+            wal.append(record)
+            defer { fed = wal.bytes.count }
+            return try scanner.feed(wal.bytes[fed...], at: wal.start + LSN(fed))
+        }
+        // TRUNCATE delivery_outbox (transaction 40) gives it file 20,001; another database's file is no concern.
+        #expect(try feed(WALBuilder.fileCreated(database: 6, relation: 20_000, xid: 39)) == [])
+        #expect(try feed(WALBuilder.fileCreated(database: 5, relation: 20_001, xid: 40)) == [.relationsChanged])
+        #expect(try feed(WALBuilder.end(xid: 39)) == [])
+        #expect(try feed(WALBuilder.end(xid: 40)) == [])
+        // A writer's insert into the new file before the caller has read it again wakes for both tables.
+        #expect(try feed(WALBuilder.heapInsert(xid: 41, database: 5, relation: 20_001)) == [])
+        #expect(try feed(WALBuilder.end(xid: 41)) == [.outboxCommitted, .logCommitted])
+        // Once read again, the new file is the outbox's and nothing else.
+        scanner.watch(.init(database: 5, outbox: 20_001, log: 16_410))
+        #expect(try feed(WALBuilder.heapInsert(xid: 42, database: 5, relation: 20_001)) == [])
+        #expect(try feed(WALBuilder.end(xid: 42)) == [.outboxCommitted])
     }
 
     @Test("what it cannot read is a failure, never a guess: another version's pages, a gap, a broken record")

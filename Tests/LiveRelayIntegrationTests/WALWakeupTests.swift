@@ -1,4 +1,6 @@
 import Foundation
+import LiveRelayPostgres
+import Logging
 import PostgresNIO
 import Testing
 
@@ -86,6 +88,32 @@ struct WALWakeupTests {
                 try await h.waitUntil("SELECT bool_and(reads_wal AND NOT idle) FROM relay_wakeup")
                 try await Self.write(h, "s-lost", 2)
                 try await Self.delivered(h, token, 2)
+            }
+        }
+    }
+
+    @Test("a role that may not replicate: the relay keeps running and wakes by NOTIFY, its row letting writers notify")
+    func roleWithoutReplication() async throws {
+        // A database of its own, owned by a role without REPLICATION (the relay migrates it as that role).
+        let admin = try await Blocking.run(TestCluster.newDatabase)
+        let role = "lr_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased()
+        let connector = try DatabaseConnector(url: admin)
+        try await connector.withConnection(logger: Logger(label: "test")) { connection in
+            try await connection.query(PostgresQuery(unsafeSQL: "CREATE ROLE \(role) LOGIN NOREPLICATION"),
+                                       logger: Logger(label: "test"))
+            try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(role) OWNER \(role)"),
+                                       logger: Logger(label: "test"))
+        }
+        let url = admin.replacingOccurrences(of: "postgres@", with: "\(role)@")
+            .replacingOccurrences(of: #"/t_[0-9a-f]+\?"#, with: "/\(role)?", options: .regularExpression)
+        try await Harness.with(databaseURL: url) { h in
+            try await h.withRelay(environment: Self.pollOff) {
+                try await h.waitUntil("SELECT bool_and(idle AND NOT reads_wal) FROM relay_wakeup")
+                let token = try await h.registerActivity(session: "s-plain")
+                for round in 1...3 {
+                    try await Self.write(h, "s-plain", round)
+                    try await Self.delivered(h, token, round)
+                }
             }
         }
     }

@@ -60,7 +60,9 @@ struct WakeupGateTests {
         try await Harness.with { h in
             _ = try await h.registerActivity(session: "s-async", state: #"{"n": 0}"#)
             // A relay that reads the write-ahead log: its row says busy (sql/020_triggers.sql, liverelay_wake).
-            try await h.sql("INSERT INTO relay_wakeup (instance_id, idle, reads_wal) VALUES (gen_random_uuid(), false, true)")
+            try await h.sql("""
+                INSERT INTO relay_wakeup (instance_id, idle, reads_wal) VALUES (gen_random_uuid(), false, true)
+                """)
             try await h.withConnection { listener in
                 let heard = try await listener.listen(on: "liverelay_wake") { notifications in
                     try await withThrowingTaskGroup(of: [String].self) { group in
@@ -73,19 +75,22 @@ struct WakeupGateTests {
                             return payloads
                         }
                         try await h.withConnection { writer in
-                            let write = "UPDATE activity_registration SET content_state = '{\"n\": 1}' WHERE session_id = 's-async'"
                             try await writer.query("SET synchronous_commit = on", logger: h.logger)
-                            try await writer.query(PostgresQuery(unsafeSQL: write), logger: h.logger)
+                            try await writer.query("""
+                                UPDATE activity_registration SET content_state = '{"n": 1}' WHERE session_id = 's-async'
+                                """, logger: h.logger)
                             try await writer.query("SET synchronous_commit = off", logger: h.logger)
-                            try await writer.query(PostgresQuery(unsafeSQL: write.replacingOccurrences(of: "1", with: "2")),
-                                                   logger: h.logger)
+                            try await writer.query("""
+                                UPDATE activity_registration SET content_state = '{"n": 2}' WHERE session_id = 's-async'
+                                """, logger: h.logger)
                         }
                         // Notifications arrive in commit order: once ours is heard, the writers' would have been.
                         try await h.sql("SELECT pg_notify('liverelay_wake', 'probe')")
                         return try await group.next() ?? []
                     }
                 }
-                #expect(heard.count == 2 && heard.last == "probe", "one notification, the asynchronous writer's: \(heard)")
+                #expect(heard.count == 2 && heard.last == "probe",
+                        "one notification, the asynchronous writer's: \(heard)")
             }
         }
     }
