@@ -44,6 +44,7 @@ public final class WALWatcher: Service, Sendable {
         var backoff = Duration.seconds(1)
         var outage = OutageLog()
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            let began = ContinuousClock.now
             do {
                 if let reason = Self.transportRefusal(connector.configuration) {
                     logger.notice("wake-ups come by NOTIFY: \(reason)")
@@ -71,6 +72,8 @@ public final class WALWatcher: Service, Sendable {
                 listener.watchWAL(false)
                 try? await sayReadsWAL(false)
                 if Task.isCancelled || Task.isShuttingDownGracefully { return }
+                // A connection that served for a while was not failing: the next attempt comes at once (a second).
+                if ContinuousClock.now - began > .seconds(60) { backoff = .seconds(1) }
                 if outage.failed(safeDescription(error), at: .now) == .warning {
                     logger.warning("wake-ups come by NOTIFY until the replication connection is back", metadata: [
                         "error": "\(safeDescription(error))", "retry_in_ms": "\(backoff.components.seconds * 1000)",

@@ -133,7 +133,7 @@ public final class WakeupListener: Service, Sendable {
     }
 
     /// What worker `id` does after a batch that neither filled nor left work behind, while the log is read (nil when
-    /// it is not: the worker follows the notifications' rules). See `WakeupGate.FollowUp`.
+    /// it is not: the worker follows the notifications' rules).
     public func walFollowUp(_ id: Int, claimed: Bool) -> WALFollowUp? {
         state.withLock { $0.gate.walFollowUp(id, claimed: claimed, at: .now) }
     }
