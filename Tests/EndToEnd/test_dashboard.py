@@ -67,6 +67,15 @@ def button(scope, name):
     return found[0]
 
 
+def press(driver, scope, name):
+    """Clicks the visible button named `name` in `scope()`, found again when the page redraws it before the click (the
+    tables are redrawn by every event and every 3 s read)."""
+    def click():
+        button(scope(), name).click()
+        return True
+    wait(driver, click, message=f"the button {name}")
+
+
 def sign_in(driver, stack):
     driver.get(stack.base + "/")
     field = by_label(driver, "Admin token")
@@ -308,11 +317,11 @@ def test_a_refusing_webhook_shows_why_and_is_paused_and_resumed_from_the_page(st
              message="the endpoint's waiting events and why they wait", shown=row_text)
         assert re.search(r"\b[12] since .*, next try ", row_text()), row_text()
         assert "next attempt in" not in row_text(), "a wait counted from the failure is stale once shown"
-        button(row(), "Pause").click()
+        press(page, row, "Pause")
         wait(page, lambda: "paused" in row_text(), timeout=5, message="the endpoint paused", shown=row_text)
         listed = {endpoint["id"]: endpoint for endpoint in stack.api("GET", "/v1/webhooks")[1]}
         assert listed[created["id"]]["enabled"] is False
-        button(row(), "Resume").click()
+        press(page, row, "Resume")
         wait(page, lambda: "enabled" in row_text() and "Pause" in row_text(), timeout=5,
              message="the endpoint resumed", shown=row_text)
     finally:
