@@ -56,21 +56,13 @@ public final class WALWatcher: Service, Sendable {
                     return
                 }
                 try await stream(settings)
-            } catch let failure as ReplicationFailure where failure.isPermanent {
-                listener.watchWAL(false)
-                try? await sayReadsWAL(false)
-                logger.notice("wake-ups come by NOTIFY: the replication connection was refused", metadata: [
-                    "error": "\(failure)",
-                ])
-                return
-            } catch let change as WALWakeupSettings.Change {
-                listener.watchWAL(false)
-                try? await sayReadsWAL(false)
-                logger.notice("wake-ups come by NOTIFY: \(change.reason)")
-                return
             } catch {
                 listener.watchWAL(false)
                 try? await sayReadsWAL(false)
+                if let reason = Self.finalReason(error) {
+                    logger.notice("wake-ups come by NOTIFY: \(reason)")
+                    return
+                }
                 if Task.isCancelled || Task.isShuttingDownGracefully { return }
                 // A connection that served for a while was not failing: the next attempt comes at once (a second).
                 if ContinuousClock.now - began > .seconds(60) { backoff = .seconds(1) }
@@ -82,6 +74,17 @@ public final class WALWatcher: Service, Sendable {
                 try? await Task.sleep(for: backoff)
                 backoff = min(backoff * 2, .seconds(30))
             }
+        }
+    }
+
+    /// Why `error` ends the watch for good (nil when trying again may help): the connection was refused for a reason
+    /// only the operator can change, or the settings no longer allow reading the log.
+    static func finalReason(_ error: any Error) -> String? {
+        switch error {
+        case let failure as ReplicationFailure where failure.isPermanent:
+            "the replication connection was refused: \(failure)"
+        case let change as WALWakeupSettings.Change: change.reason
+        default: nil
         }
     }
 

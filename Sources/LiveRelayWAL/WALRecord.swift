@@ -16,6 +16,41 @@ struct WALRecord: Equatable, Sendable {
     var firstBlock: RelationFile?
     var mainData: ArraySlice<UInt8>
 
+    /// What a record is to the scanner, from its resource manager and info byte alone (its header).
+    enum Kind: Equatable {
+        /// A heap insert or multi-insert (RM_HEAP_ID XLOG_HEAP_INSERT, RM_HEAP2_ID XLOG_HEAP2_MULTI_INSERT): read up to
+        /// its first block reference, the relation inserted into.
+        case insert
+        /// A transaction's commit, abort or prepared commit (RM_XACT_ID): read whole.
+        case transactionEnd
+        /// A relation file created (RM_SMGR_ID XLOG_SMGR_CREATE): read whole.
+        case fileCreated
+        /// XLOG_SWITCH (RM_XLOG_ID): the rest of the segment is empty.
+        case segmentSwitch
+        case other
+
+        init(rmid: UInt8, info: UInt8) {
+            switch rmid {
+            case 10 where info & 0x70 == 0x00, 9 where info & 0x70 == 0x50: self = .insert
+            case 1: self = .transactionEnd
+            case 2 where info & 0xF0 == 0x10: self = .fileCreated
+            case 0 where info & 0xF0 == 0x40: self = .segmentSwitch
+            default: self = .other
+            }
+        }
+
+        /// How many of a record's `total` bytes the scanner reads.
+        func bytesRead(of total: Int) -> Int {
+            switch self {
+            case .insert: min(total, WALRecord.insertPrefix)
+            case .transactionEnd, .fileCreated: total
+            case .segmentSwitch, .other: 0
+            }
+        }
+    }
+
+    var kind: Kind { Kind(rmid: rmid, info: info) }
+
     static let headerSize = 24
     /// How much of an insert is read: its header and first block reference (4 + 5 + 2 + 12 + 4 bytes at most).
     static let insertPrefix = 64
@@ -88,17 +123,9 @@ struct WALRecord: Equatable, Sendable {
     }
 }
 
-extension Array where Element == UInt8 {
-    /// A little-endian integer at `offset` (WAL is written in the server's byte order; PostgreSQL's on x86-64 and
-    /// ARM64 is little-endian, which the scanner checks against each page's magic number).
-    func loadLE<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
-        var value: T = 0
-        for index in 0..<MemoryLayout<T>.size { value |= T(self[offset + index]) << (8 * index) }
-        return value
-    }
-}
-
-extension ArraySlice where Element == UInt8 {
+extension RandomAccessCollection where Element == UInt8, Index == Int {
+    /// A little-endian integer `offset` bytes in (WAL is written in the server's byte order; PostgreSQL's on x86-64
+    /// and ARM64 is little-endian, which the scanner checks against each page's magic number).
     func loadLE<T: FixedWidthInteger>(_: T.Type, at offset: Int) -> T {
         var value: T = 0
         for index in 0..<MemoryLayout<T>.size { value |= T(self[startIndex + offset + index]) << (8 * index) }

@@ -87,9 +87,6 @@ public struct WALScanner: Sendable {
         createdFiles = []
     }
 
-    /// Transactions seen inserting into the watched tables that have not ended yet.
-    public var openWriters: Int { outboxWriters.union(logWriters).count }
-
     /// Everything received up to here (the stream's next message starts here).
     public var received: LSN { bufferStart + LSN(buffer.count) }
 
@@ -139,13 +136,11 @@ public struct WALScanner: Sendable {
 
     // MARK: Records
 
-    /// `count` record bytes from `lsn` on, skipping page headers (copied only when `copy`), and where they end; nil
-    /// until all of them are received.
-    private func recordBytes(
-        from lsn: LSN, count: Int, copy: Bool = true
-    ) throws(Failure) -> (bytes: [UInt8], end: LSN)? {
+    /// `count` record bytes from `lsn` on, skipping page headers, of which the first `copied` are returned; and where
+    /// they end. Nil until all of them are received.
+    private func recordBytes(from lsn: LSN, count: Int, copied: Int) throws(Failure) -> (bytes: [UInt8], end: LSN)? {
         var out: [UInt8] = []
-        if copy { out.reserveCapacity(count) }
+        out.reserveCapacity(copied)
         var at = lsn, left = count
         while left > 0 {
             if at % Self.pageSize == 0 {
@@ -154,7 +149,8 @@ public struct WALScanner: Sendable {
             }
             let take = min(left, Int(Self.pageSize - at % Self.pageSize))
             guard at + LSN(take) <= received else { return nil }
-            if copy { out += buffer[Int(at - bufferStart)..<Int(at - bufferStart) + take] }
+            let copy = min(take, copied - out.count)
+            if copy > 0 { out += buffer[Int(at - bufferStart)..<Int(at - bufferStart) + copy] }
             at += LSN(take)
             left -= take
         }
@@ -162,33 +158,24 @@ public struct WALScanner: Sendable {
     }
 
     /// The record starting at `start` (nil when it is of no interest), and where the one after it starts; nil until
-    /// it is all received. Only the records the scanner looks into are copied: inserts up to their first block
-    /// reference, transaction ends and file creations whole.
+    /// it is all received. Only what the scanner looks into is copied (`WALRecord.Kind.bytesRead`).
     private func read(at start: LSN) throws(Failure) -> (record: WALRecord?, end: LSN)? {
-        guard let header = try recordBytes(from: start, count: WALRecord.headerSize) else { return nil }
-        let total = Int(header.bytes.loadLE(UInt32.self, at: 0))
-        guard total >= WALRecord.headerSize, total <= Self.largestRecord else { throw .brokenRecord(at: start) }
-        let rmid = header.bytes[17], info = header.bytes[16]
-        let wanted: Int
-        switch rmid {
-        case 10 where info & 0x70 == 0x00, 9 where info & 0x70 == 0x50: wanted = min(total, WALRecord.insertPrefix)
-        case 1, 2: wanted = total
-        case 0 where info & 0xF0 == 0x40:  // XLOG_SWITCH: the rest of the segment is empty
-            guard let whole = try recordBytes(from: start, count: total, copy: false) else { return nil }
-            return (nil, (whole.end + segmentSize - 1) / segmentSize * segmentSize)
-        default: wanted = 0
-        }
-        guard let whole = try recordBytes(from: start, count: total, copy: false) else { return nil }
+        let size = WALRecord.headerSize
+        guard let header = try recordBytes(from: start, count: size, copied: size)?.bytes else { return nil }
+        let total = Int(header.loadLE(UInt32.self, at: 0))
+        guard total >= size, total <= Self.largestRecord else { throw .brokenRecord(at: start) }
+        let kind = WALRecord.Kind(rmid: header[17], info: header[16])
+        let wanted = kind.bytesRead(of: total)
+        guard let whole = try recordBytes(from: start, count: total, copied: wanted) else { return nil }
+        if kind == .segmentSwitch { return (nil, (whole.end + segmentSize - 1) / segmentSize * segmentSize) }
         guard wanted > 0 else { return (nil, Self.aligned(whole.end)) }
-        guard let bytes = try recordBytes(from: start, count: wanted)?.bytes,
-              let record = WALRecord(bytes, whole: wanted == total)
-        else { throw .brokenRecord(at: start) }
+        guard let record = WALRecord(whole.bytes, whole: wanted == total) else { throw .brokenRecord(at: start) }
         return (record, Self.aligned(whole.end))
     }
 
     private mutating func examine(_ record: WALRecord) -> Set<Event> {
-        switch record.rmid {
-        case 10 where record.info & 0x70 == 0x00, 9 where record.info & 0x70 == 0x50:  // heap insert, multi-insert
+        switch record.kind {
+        case .insert:
             guard let file = record.firstBlock, file.database == watched.database else { return [] }
             let created = createdFiles.contains(file.relation)
             if file.relation == watched.outbox || created { outboxWriters.insert(record.xid) }
@@ -198,14 +185,14 @@ public struct WALScanner: Sendable {
                 return [.outboxCommitted, .logCommitted]
             }
             return []
-        case 1:
+        case .transactionEnd:
             return ended(record)
-        case 2 where record.info & 0xF0 == 0x10:  // XLOG_SMGR_CREATE: RelFileNode, then the fork
+        case .fileCreated:  // RelFileNode, then the fork
             guard record.mainData.count >= 12, record.mainData.loadLE(UInt32.self, at: 4) == watched.database
             else { return [] }
             createdFiles.insert(record.mainData.loadLE(UInt32.self, at: 8))
             return [.relationsChanged]
-        default:
+        case .segmentSwitch, .other:
             return []
         }
     }
