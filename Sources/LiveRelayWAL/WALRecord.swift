@@ -56,8 +56,9 @@ struct WALRecord: Equatable, Sendable {
     static let insertPrefix = 64
 
     /// Reads a record: the whole of it (`bytes.count` is its `xl_tot_len`), or, when not `whole`, its first bytes,
-    /// up to its first block reference. Nil when its headers do not add up.
-    init?(_ bytes: [UInt8], whole: Bool = true) {
+    /// up to its first block reference. Nil when its headers do not add up. `bytes` are indexed from zero: an array,
+    /// or the received stream read in place.
+    init?<Bytes: RandomAccessCollection<UInt8>>(_ bytes: Bytes, whole: Bool = true) where Bytes.Index == Int {
         guard bytes.count >= Self.headerSize else { return nil }
         xid = bytes.loadLE(UInt32.self, at: 4)
         info = bytes[16]
@@ -119,7 +120,7 @@ struct WALRecord: Equatable, Sendable {
             break
         }
         guard position + payload == bytes.count, mainLength <= payload else { return nil }
-        mainData = bytes[(bytes.count - mainLength)...]
+        mainData = ArraySlice(bytes[(bytes.count - mainLength)...])
     }
 }
 

@@ -93,17 +93,29 @@ public struct WALScanner: Sendable {
     /// The stream's next bytes, which start at `lsn`; the events of the records they complete, each once.
     public mutating func feed(_ bytes: some Collection<UInt8>, at lsn: LSN) throws(Failure) -> Set<Event> {
         guard lsn == received else { throw .gap(expected: received, received: lsn) }
-        buffer.append(contentsOf: bytes)
-        var events: Set<Event> = []
-        if next == nil { try seek() }
-        while let start = next, let found = try read(at: start) {
-            next = found.end
-            if let record = found.record { events.formUnion(examine(record)) }
+        if bytes.withContiguousStorageIfAvailable({ buffer.append(contentsOf: $0) }) == nil {
+            buffer.append(contentsOf: bytes)
+        }
+        // Read in place from a second reference to the buffer (no copy: it is not written while it is read).
+        let held = buffer
+        let scanned = held.withUnsafeBytes { raw in
+            Result { () throws(Failure) in try scan(WALBytes(raw: raw, start: bufferStart)) }
         }
         let keep = min(next ?? seeking, received)
         if keep > bufferStart {
             buffer.removeFirst(Int(keep - bufferStart))
             bufferStart = keep
+        }
+        return try scanned.get()
+    }
+
+    /// Every record `bytes` completes, from `next` on.
+    private mutating func scan(_ bytes: WALBytes) throws(Failure) -> Set<Event> {
+        var events: Set<Event> = []
+        if next == nil { try seek(in: bytes) }
+        while let start = next, let found = try read(at: start, in: bytes) {
+            next = found.end
+            if let record = found.record { events.formUnion(examine(record)) }
         }
         return events
     }
@@ -111,19 +123,20 @@ public struct WALScanner: Sendable {
     // MARK: Pages
 
     /// The size of the page header at `page` (a page boundary); nil when that header is not received yet.
-    private func pageHeader(at page: LSN) throws(Failure) -> (size: LSN, info: UInt16, remaining: LSN)? {
-        guard let header = bytes(at: page, count: 24) else { return nil }
-        let magic = header.loadLE(UInt16.self, at: 0)
+    private func pageHeader(at page: LSN, in bytes: WALBytes) throws(Failure)
+        -> (size: LSN, info: UInt16, remaining: LSN)? {
+        guard bytes.holds(page, count: 24) else { return nil }
+        let magic = bytes.load(UInt16.self, at: page)
         guard Self.knownPageMagics.contains(magic) else { throw .unknownPageMagic(magic, at: page) }
-        let address = header.loadLE(UInt64.self, at: 8)
+        let address = bytes.load(UInt64.self, at: page + 8)
         guard address == page else { throw .unexpectedPageAddress(address, at: page) }
-        let info = header.loadLE(UInt16.self, at: 2)
-        return (info & 0x0002 != 0 ? 40 : 24, info, LSN(header.loadLE(UInt32.self, at: 16)))
+        let info = bytes.load(UInt16.self, at: page + 2)
+        return (info & 0x0002 != 0 ? 40 : 24, info, LSN(bytes.load(UInt32.self, at: page + 16)))
     }
 
     /// Finds the first record that starts on a page, from `seeking` on.
-    private mutating func seek() throws(Failure) {
-        while let header = try pageHeader(at: seeking) {
+    private mutating func seek(in bytes: WALBytes) throws(Failure) {
+        while let header = try pageHeader(at: seeking, in: bytes) {
             // XLP_FIRST_IS_CONTRECORD: the page begins with the rest of a record that started before it.
             let rest = header.info & 0x0001 != 0 ? header.remaining : 0
             if header.size + rest < Self.pageSize {
@@ -136,41 +149,64 @@ public struct WALScanner: Sendable {
 
     // MARK: Records
 
-    /// `count` record bytes from `lsn` on, skipping page headers, of which the first `copied` are returned; and where
-    /// they end. Nil until all of them are received.
-    private func recordBytes(from lsn: LSN, count: Int, copied: Int) throws(Failure) -> (bytes: [UInt8], end: LSN)? {
-        var out: [UInt8] = []
-        out.reserveCapacity(copied)
+    /// Where the `count` record bytes from `lsn` on end, skipping page headers; nil until all of them are received.
+    private func end(from lsn: LSN, count: Int, in bytes: WALBytes) throws(Failure) -> LSN? {
         var at = lsn, left = count
         while left > 0 {
             if at % Self.pageSize == 0 {
-                guard let header = try pageHeader(at: at) else { return nil }
+                guard let header = try pageHeader(at: at, in: bytes) else { return nil }
                 at += header.size
             }
             let take = min(left, Int(Self.pageSize - at % Self.pageSize))
-            guard at + LSN(take) <= received else { return nil }
-            let copy = min(take, copied - out.count)
-            if copy > 0 { out += buffer[Int(at - bufferStart)..<Int(at - bufferStart) + copy] }
             at += LSN(take)
             left -= take
         }
-        return (out, at)
+        return at <= bytes.end ? at : nil
+    }
+
+    /// The first `count` record bytes from `lsn` on, which `end` found received, without the page headers between.
+    private func copy(from lsn: LSN, count: Int, in bytes: WALBytes) throws(Failure) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(count)
+        var at = lsn
+        while out.count < count {
+            if at % Self.pageSize == 0 { at += try pageHeader(at: at, in: bytes)?.size ?? 0 }  // received: see `end`
+            let take = min(count - out.count, Int(Self.pageSize - at % Self.pageSize))
+            out += bytes.bytes(at: at, count: take)
+            at += LSN(take)
+        }
+        return out
     }
 
     /// The record starting at `start` (nil when it is of no interest), and where the one after it starts; nil until
-    /// it is all received. Only what the scanner looks into is copied (`WALRecord.Kind.bytesRead`).
-    private func read(at start: LSN) throws(Failure) -> (record: WALRecord?, end: LSN)? {
+    /// it is all received. Only what the scanner looks into is read (`WALRecord.Kind.bytesRead`), in place when it
+    /// lies on one page, as nearly every record's header and first block reference do.
+    private func read(at start: LSN, in bytes: WALBytes) throws(Failure) -> (record: WALRecord?, end: LSN)? {
         let size = WALRecord.headerSize
-        guard let header = try recordBytes(from: start, count: size, copied: size)?.bytes else { return nil }
-        let total = Int(header.loadLE(UInt32.self, at: 0))
+        let offset = start % Self.pageSize
+        let onOnePage = { (count: Int) in offset != 0 && offset + LSN(count) <= Self.pageSize }
+        let total: Int, kind: WALRecord.Kind
+        if onOnePage(size) {
+            guard bytes.holds(start, count: size) else { return nil }
+            total = Int(bytes.load(UInt32.self, at: start))
+            kind = WALRecord.Kind(rmid: bytes.load(UInt8.self, at: start + 17),
+                                  info: bytes.load(UInt8.self, at: start + 16))
+        } else {
+            guard try end(from: start, count: size, in: bytes) != nil else { return nil }
+            let header = try copy(from: start, count: size, in: bytes)
+            total = Int(header.loadLE(UInt32.self, at: 0))
+            kind = WALRecord.Kind(rmid: header[17], info: header[16])
+        }
         guard total >= size, total <= Self.largestRecord else { throw .brokenRecord(at: start) }
-        let kind = WALRecord.Kind(rmid: header[17], info: header[16])
+        guard let recordEnd = try end(from: start, count: total, in: bytes) else { return nil }
+        if kind == .segmentSwitch { return (nil, (recordEnd + segmentSize - 1) / segmentSize * segmentSize) }
         let wanted = kind.bytesRead(of: total)
-        guard let whole = try recordBytes(from: start, count: total, copied: wanted) else { return nil }
-        if kind == .segmentSwitch { return (nil, (whole.end + segmentSize - 1) / segmentSize * segmentSize) }
-        guard wanted > 0 else { return (nil, Self.aligned(whole.end)) }
-        guard let record = WALRecord(whole.bytes, whole: wanted == total) else { throw .brokenRecord(at: start) }
-        return (record, Self.aligned(whole.end))
+        guard wanted > 0 else { return (nil, Self.aligned(recordEnd)) }
+        let record = onOnePage(wanted)
+            ? WALRecord(bytes.bytes(at: start, count: wanted), whole: wanted == total)
+            : WALRecord(try copy(from: start, count: wanted, in: bytes), whole: wanted == total)
+        guard let record else { throw .brokenRecord(at: start) }
+        return (record, Self.aligned(recordEnd))
     }
 
     private mutating func examine(_ record: WALRecord) -> Set<Event> {
@@ -235,14 +271,6 @@ public struct WALScanner: Sendable {
         position += 4
         guard count >= 0, data.count >= position + 4 * count else { return [] }
         return (0..<count).map { data.loadLE(UInt32.self, at: position + 4 * $0) }
-    }
-
-    // MARK: Bytes
-
-    private func bytes(at lsn: LSN, count: Int) -> [UInt8]? {
-        guard lsn >= bufferStart, lsn + LSN(count) <= received else { return nil }
-        let offset = Int(lsn - bufferStart)
-        return Array(buffer[offset..<(offset + count)])
     }
 
     static func aligned(_ lsn: LSN) -> LSN { (lsn + 7) & ~7 }
