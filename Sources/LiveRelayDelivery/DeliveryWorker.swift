@@ -129,12 +129,14 @@ public final class DeliveryWorker: Service, Sendable {
                 // every worker after every batch cost each one-row write several empty claims). A worker that
                 // skipped rows of an activity this batch held looks again within 20 ms (below).
                 listener.ringAfterBatch()
-                let full = result.claimed >= configuration.batchSize || result.more
+                // A first batch (`BatchLimit`) that came back full is a backlog's start: the worker goes on with
+                // full batches, whatever wakes it.
+                let full = result.filled || result.more
                 if !full, let followUp = listener.walFollowUp(gateID, claimed: true) {
                     // The relay reads the log: every commit rings a worker, so one that did not fill its batch waits
                     // for its doorbell (claiming once more would find nothing, as for a named batch below).
                     pause = Self.pause(after: followUp, poll: poll)
-                } else if result.named && result.claimed < configuration.batchSize && !result.more {
+                } else if result.named && !full {
                     // It sent what a wake-up named: the writes that came meanwhile without one (they found the relay
                     // busy) are found by the re-scan that follows going idle, so it goes idle now rather than
                     // claiming once more for nothing, as almost every one-row write would.
@@ -191,13 +193,15 @@ public final class DeliveryWorker: Service, Sendable {
         return result
     }
 
-    /// What a batch did: rows claimed and settled, webhook rows its lifecycle events queued, and whether it claimed
-    /// just the rows a wake-up named.
+    /// What a batch did: rows claimed and settled, webhook rows its lifecycle events queued, whether it claimed
+    /// just the rows a wake-up named, and whether its claim came back full (as many rows as it asked for: more may
+    /// be waiting).
     struct BatchResult {
         var claimed = 0
         var processed = 0
         var queuedWebhooks = 0
         var named = false
+        var filled = false
         /// It left rows of a channel behind the step it took, or queued some: claim again at once.
         var more = false
     }
@@ -280,6 +284,7 @@ public final class DeliveryWorker: Service, Sendable {
                            processed: plan.settled.count + plan.deferred.count
                                + plan.pushes.reduce(0) { $0 + $1.rows.count },
                            queuedWebhooks: queuedWebhooks, named: byName,
+                           filled: rows.count >= (byName ? configuration.batchSize : limit),
                            more: plan.left > 0 || queuedChannelRows > 0)
     }
 
