@@ -55,6 +55,12 @@ def wait(driver, condition, timeout=5, message="", shown=None):
         raise AssertionError(f"{message}; the page shows: {poll(lambda: shown() or '(nothing)', 5)}") from None
 
 
+def snapshot(driver, read):
+    """What `read()` returns, read again when the page redrew an element it was reading (an assertion outside `wait`
+    must not meet a StaleElementReferenceException)."""
+    return wait(driver, lambda: (read(),), message="a read of the page")[0]
+
+
 def by_label(driver, label):
     """The control a <label> with this exact text names."""
     target = driver.find_element(By.XPATH, f"//label[normalize-space()='{label}']").get_attribute("for")
@@ -211,7 +217,7 @@ def test_channels_show_their_state_last_send_and_platforms_live(stack, page):
     stack.wait_for_broadcast(lambda b: b["payload"]["aps"].get("content-state", {}).get("minute") == minute)
     wait(page, lambda: str(minute) in channel_row() and "sent update" in channel_row(), timeout=5,
          message="the channel's new state and its last send (sent, by the broadcast) on the page")
-    assert "Apple id" in channel_row()
+    assert "Apple id" in snapshot(page, channel_row)
 
 
 def test_an_open_app_shows_and_its_updates_go_at_priority_5(stack, page):
@@ -281,9 +287,10 @@ def test_the_delivery_log_draws_a_burst_and_a_channel_send_in_full(stack, page):
          and f"widgets of token …{widget_token[-8:]}" in deliveries(), timeout=5,
          message="the burst's folded rows, the channel's send and the widget reload in the delivery log",
          shown=lambda: page.find_element(By.ID, "live").text + " | " + deliveries())
+    shown = snapshot(page, deliveries)
     for word in ("undefined", "null", "NaN"):
-        assert word not in deliveries(), deliveries()
-    assert page.find_element(By.ID, "live").text == "Live"
+        assert word not in shown, shown
+    assert snapshot(page, lambda: page.find_element(By.ID, "live").text) == "Live"
 
     def activity_row():
         rows = [r.text for r in page.find_elements(By.CSS_SELECTOR, "#activities tbody tr")
@@ -313,10 +320,14 @@ def test_a_refusing_webhook_shows_why_and_is_paused_and_resumed_from_the_page(st
                             "retryInfo": None})
         stack.sql("UPDATE activity_registration SET content_state = %s::jsonb WHERE session_id = 'demo-session'",
                   (state,))
-        wait(page, lambda: "Connection refused" in row_text() and "enabled" in row_text(), timeout=10,
-             message="the endpoint's waiting events and why they wait", shown=row_text)
-        assert re.search(r"\b[12] since .*, next try ", row_text()), row_text()
-        assert "next attempt in" not in row_text(), "a wait counted from the failure is stale once shown"
+        def refused():
+            text = row_text()
+            return text if "Connection refused" in text and "enabled" in text else None
+        # The row as it was when it first said so: every assertion reads that same text.
+        text = wait(page, refused, timeout=10, message="the endpoint's waiting events and why they wait",
+                    shown=row_text)
+        assert re.search(r"\b[12] since .*, next try ", text), text
+        assert "next attempt in" not in text, "a wait counted from the failure is stale once shown"
         press(page, row, "Pause")
         wait(page, lambda: "paused" in row_text(), timeout=5, message="the endpoint paused", shown=row_text)
         listed = {endpoint["id"]: endpoint for endpoint in stack.api("GET", "/v1/webhooks")[1]}
