@@ -62,8 +62,8 @@ struct WALWakeupTests {
                 try await h.waitUntil("SELECT bool_and(reads_wal AND NOT idle) FROM relay_wakeup")
                 try await h.sql("""
                     INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, apns_env)
-                    SELECT \(secretHash("test-secret")), 'bulk-' || i, md5(i::text) || md5(i::text), \(Harness.bundleID),
-                           'production'
+                    SELECT \(secretHash("test-secret")), 'bulk-' || i, md5(i::text) || md5(i::text),
+                           \(Harness.bundleID), 'production'
                     FROM generate_series(1, 1200) AS i
                     """)
                 try await h.sql("""
