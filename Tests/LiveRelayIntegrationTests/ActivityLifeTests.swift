@@ -4,7 +4,7 @@ import Testing
 
 /// README "Activity lifecycle": late tokens, the update budget, push-to-start per type and the age limit, seen at a
 /// real HTTP/2 + TLS APNs simulator.
-@Suite("Activity life", .timeLimit(.minutes(3)))
+@Suite("Activity life", .timeLimit(.minutes(5)))
 struct ActivityLifeTests {
     static func id(_ reply: RelayHTTP.Reply) throws -> String {
         guard case .string(let id)? = reply["id"] else { throw Missing(what: "id in \(reply.text)") }

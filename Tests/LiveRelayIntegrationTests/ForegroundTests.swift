@@ -4,7 +4,7 @@ import Testing
 
 /// README "Foreground-aware delivery": while an app holds its stream, its updates go at priority 5 (or not at all),
 /// seen at a real HTTP/2 + TLS APNs simulator with real SSE clients.
-@Suite("Foreground-aware delivery", .timeLimit(.minutes(3)))
+@Suite("Foreground-aware delivery", .timeLimit(.minutes(5)))
 struct ForegroundTests {
     static func update(_ h: Harness, _ session: String, _ n: Int) async throws {
         try await h.sql("""

@@ -9,7 +9,7 @@ import Testing
 @Suite("HTTP/2 client shutdown")
 struct HTTP2ClientShutdownTests {
     @Test("a request on a connection still being made fails when the client shuts down, and never reaches the server",
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(5)))
     func shutdownWhileConnecting() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let loop = group.next()

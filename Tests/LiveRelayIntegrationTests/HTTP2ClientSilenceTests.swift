@@ -5,7 +5,7 @@ import Testing
 /// A connection to APNs or FCM that stops answering without closing (a network path that dropped: TCP keeps such a
 /// connection for a quarter of an hour) is replaced after one batch's silence limit, or, when it falls silent while
 /// idle, after its PING goes unanswered, so that deliveries resume.
-@Suite("A push connection that falls silent", .timeLimit(.minutes(3)))
+@Suite("A push connection that falls silent", .timeLimit(.minutes(5)))
 struct HTTP2ClientSilenceTests {
     /// A push to a new token without a provider token: the simulator answers it 403, which shows it arrived.
     static func push(to origin: HTTP2Origin) -> HTTP2Request {

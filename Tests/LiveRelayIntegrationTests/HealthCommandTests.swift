@@ -7,7 +7,7 @@ import Testing
 @Suite("liverelay health")
 struct HealthCommandTests {
     @Test("exits 0 for a ready relay (found from PORT alone, as in the image), 1 for an answer other than 200",
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(5)))
     func readyRelay() async throws {
         try await Harness.with { h in
             let (relay, port) = try await RelayProcess.serve(h)

@@ -8,7 +8,7 @@ import Testing
 @Suite("Log hygiene")
 struct LogHygieneTests {
     @Test("no log line holds a pairing secret, a push token, the admin token or a device token",
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(5)))
     func noSecretsInLogs() async throws {
         try await Harness.with { h in
             let (relay, port) = try await RelayProcess.serve(h, environment: ["LOG_LEVEL": "trace"])

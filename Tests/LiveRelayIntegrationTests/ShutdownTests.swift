@@ -31,7 +31,7 @@ struct ShutdownTests {
         return connection
     }
 
-    @Test("idle keep-alive connections are closed and do not hold the exit up", .timeLimit(.minutes(3)))
+    @Test("idle keep-alive connections are closed and do not hold the exit up", .timeLimit(.minutes(5)))
     func idleKeepAlive() async throws {
         try await Harness.with { h in
             let (relay, port) = try await RelayProcess.serve(h)
@@ -52,7 +52,7 @@ struct ShutdownTests {
     }
 
     @Test("open streams end with a last comment and resume with Last-Event-ID on another instance",
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(5)))
     func openStreamsEndAndResume() async throws {
         try await Harness.with { h in
             try await h.registerActivity(session: "s-shutdown")
@@ -95,7 +95,7 @@ struct ShutdownTests {
     }
 
     @Test("streams whose clients vanished, after 50 one-shot requests, do not hold the exit up",
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(5)))
     func vanishedClients() async throws {
         try await Harness.with { h in
             let (relay, port) = try await RelayProcess.serve(h)
@@ -118,7 +118,7 @@ struct ShutdownTests {
         }
     }
 
-    @Test("a request in flight is answered before the relay exits", .timeLimit(.minutes(3)))
+    @Test("a request in flight is answered before the relay exits", .timeLimit(.minutes(5)))
     func inFlightRequest() async throws {
         try await Harness.with { h in
             var faults = SimulatorFaults()
@@ -148,7 +148,7 @@ struct ShutdownTests {
 
 extension ShutdownTests {
     @Test("a batch stuck on APNs past the shutdown budget is rolled back; the exit is still clean and nothing is lost",
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(5)))
     func stuckBatch() async throws {
         try await Harness.with { h in
             let token = try await h.registerActivity(session: "s-stuck")

@@ -7,7 +7,7 @@ import Testing
 
 /// The relay woken by the write-ahead log (`LIVERELAY_WAKEUP=auto`, the default): over a real replication connection,
 /// with the poll at a minute, so that only a wake-up delivers within the time each write is given.
-@Suite("Wake-up from the write-ahead log", .timeLimit(.minutes(3)))
+@Suite("Wake-up from the write-ahead log", .timeLimit(.minutes(5)))
 struct WALWakeupTests {
     static let pollOff = ["LIVERELAY_POLL_INTERVAL_MS": "60000"]
 

@@ -9,7 +9,7 @@ import Testing
 /// A webhook endpoint whose host takes long to resolve holds up only its own events (README "Activity lifecycle":
 /// an endpoint that fails or hangs never delays another endpoint's events), here with a webhook worker whose sender's
 /// address check for one endpoint does not come back until the test lets it.
-@Suite("Webhook address checks", .timeLimit(.minutes(2)))
+@Suite("Webhook address checks", .timeLimit(.minutes(5)))
 struct WebhookLookupTests {
     /// Checks every URL at once except `slowURL`'s, which waits for `release()`; records what it is asked to send.
     final class SlowLookupSender: WebhookSender {

@@ -3,7 +3,7 @@ import LiveRelayCore
 import Testing
 
 /// `PATCH /v1/webhooks/{id}`: pausing and resuming an endpoint, and what `GET /v1/webhooks` says about its queue.
-@Suite("Pausing webhook endpoints", .timeLimit(.minutes(2)))
+@Suite("Pausing webhook endpoints", .timeLimit(.minutes(5)))
 struct WebhookPauseTests {
     @Test("a refusing endpoint lists its waiting event and why; paused, it gets nothing; resumed, it is sent at once")
     func pauseAndResume() async throws {

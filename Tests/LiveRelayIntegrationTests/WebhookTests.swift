@@ -4,7 +4,7 @@ import LiveRelayWebhooks
 import Testing
 
 /// README "Activity lifecycle": lifecycle events reach a real HTTP receiver, signed, in order, at least once.
-@Suite("Lifecycle webhooks", .timeLimit(.minutes(3)))
+@Suite("Lifecycle webhooks", .timeLimit(.minutes(5)))
 struct WebhookTests {
     static let allowPrivate = ["LIVERELAY_WEBHOOK_ALLOW_PRIVATE": "true"]
 

@@ -5,7 +5,7 @@ import Testing
 
 /// README "WidgetKit push": a write that changes what a device shows reloads its widgets, coalesced per token, seen at
 /// a real HTTP/2 + TLS APNs simulator that validates widget pushes as Apple does.
-@Suite("WidgetKit push", .timeLimit(.minutes(3)))
+@Suite("WidgetKit push", .timeLimit(.minutes(5)))
 struct WidgetTests {
     static func register(_ api: RelayHTTP, device: UUID, widget: String) async throws {
         let body = """
