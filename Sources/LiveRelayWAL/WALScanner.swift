@@ -96,10 +96,15 @@ public struct WALScanner: Sendable {
         if bytes.withContiguousStorageIfAvailable({ buffer.append(contentsOf: $0) }) == nil {
             buffer.append(contentsOf: bytes)
         }
-        // Read in place from a second reference to the buffer (no copy: it is not written while it is read).
-        let held = buffer
-        let scanned = held.withUnsafeBytes { raw in
-            Result { () throws(Failure) in try scan(WALBytes(raw: raw, start: bufferStart)) }
+        // Read in place from a second reference to the buffer (no copy: it is not written while it is read). The
+        // reference ends with this block, before the buffer is trimmed: held longer, it would make the trim copy
+        // the whole buffer.
+        let scanned: Result<Set<Event>, Failure>
+        do {
+            let held = buffer
+            scanned = held.withUnsafeBytes { raw in
+                Result { () throws(Failure) in try scan(WALBytes(raw: raw, start: bufferStart)) }
+            }
         }
         let keep = min(next ?? seeking, received)
         if keep > bufferStart {
