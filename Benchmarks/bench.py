@@ -122,7 +122,9 @@ def main():
                 stack.start_relay()
             if not args.webhooks:
                 register_endpoint(stack, hooks.url)
+            perf = start_perf(stack, args.out, "B8", 1999)
             results["B8"] = bench_b8(stack, hooks, args.b8_events)
+            stop_perf(perf)
         if "B9" in only:
             if stack.relay is None:
                 stack.start_relay()

@@ -43,11 +43,11 @@ final class WebhookLanes: Sendable {
         return state.withLock { state -> UUID? in
             state.busy[chain] = rows.count
             state.busyRows += rows.count
-            var endpoint = state.endpoints[chain.endpoint] ?? Endpoint()
-            endpoint.waiting.append(rows)
-            defer { state.endpoints[chain.endpoint] = endpoint }
-            guard endpoint.lanes < lanesPerEndpoint else { return nil }
-            endpoint.lanes += 1
+            // Changed in place: a copy taken out of the dictionary and written back would copy the waiting chains
+            // (up to the worker's 2,000 unrecorded rows) at every chain a claim adds.
+            state.endpoints[chain.endpoint, default: Endpoint()].waiting.append(rows)
+            guard state.endpoints[chain.endpoint]!.lanes < lanesPerEndpoint else { return nil }
+            state.endpoints[chain.endpoint]!.lanes += 1
             return chain.endpoint
         }
     }
@@ -56,10 +56,12 @@ final class WebhookLanes: Sendable {
     /// A chain taken after `stop` is not sent: it is released unsent (see `release`) by whoever stops.
     func next(for endpointID: UUID) -> [Row]? {
         state.withLock { state -> [Row]? in
-            guard var endpoint = state.endpoints[endpointID] else { return nil }
+            // Taken out of the dictionary (not copied), so that trimming its array below does not copy it.
+            guard var endpoint = state.endpoints.removeValue(forKey: endpointID) else { return nil }
             defer {
-                state.endpoints[endpointID] = endpoint.lanes == 0 && endpoint.next >= endpoint.waiting.count
-                    ? nil : endpoint
+                if endpoint.lanes > 0 || endpoint.next < endpoint.waiting.count {
+                    state.endpoints[endpointID] = endpoint
+                }
             }
             guard !state.stopped, endpoint.next < endpoint.waiting.count else {
                 endpoint.lanes -= 1
