@@ -16,6 +16,9 @@ public struct DeliveryConfiguration: Sendable {
     public var widgetMinIntervalSeconds: Double = 60
     /// `LIVERELAY_WAKEUP`: what wakes the relay when a writer commits.
     public var wakeup = WakeupSource.auto
+    /// How long after PostgreSQL refused the write-ahead log (a role without REPLICATION, `max_wal_senders = 0`, …)
+    /// the relay asks again, so an operator's fix takes effect without a restart. Not an environment setting.
+    public var walRecheckSeconds: Double = 300
     public init() {}
 }
 

@@ -25,11 +25,15 @@ public final class WALWatcher: Service, Sendable {
     static let recheckEvery = Duration.seconds(60)
     /// How long after a relation file is created the watched tables' files are read again.
     static let rereadDelay = Duration.milliseconds(200)
+    /// How long after PostgreSQL refused the log (its settings, or the replication connection) it is asked again.
+    private let recheckRefused: Duration
 
-    public init(connector: DatabaseConnector, listener: WakeupListener, eventLoop: any EventLoop, logger: Logger) {
+    public init(connector: DatabaseConnector, listener: WakeupListener, eventLoop: any EventLoop,
+                recheckRefused: Duration = .seconds(300), logger: Logger) {
         self.connector = connector
         self.listener = listener
         self.eventLoop = eventLoop
+        self.recheckRefused = recheckRefused
         self.logger = logger
     }
 
@@ -41,44 +45,62 @@ public final class WALWatcher: Service, Sendable {
     }
 
     private func watch() async {
+        if let reason = Self.transportRefusal(connector.configuration) {
+            // Only a new DATABASE_URL changes this, and that takes a restart.
+            logger.notice("wake-ups come by NOTIFY: \(reason)")
+            return
+        }
         var backoff = Duration.seconds(1)
         var outage = OutageLog()
+        // The refusal last logged: the same one found again at the next look is not logged again.
+        var refused: String?
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             let began = ContinuousClock.now
+            var refusal: String?
+            let reading = ReadingFlag()
             do {
-                if let reason = Self.transportRefusal(connector.configuration) {
-                    logger.notice("wake-ups come by NOTIFY: \(reason)")
-                    return
-                }
                 let settings = try await readSettings()
                 if let reason = settings.unusable {
-                    logger.notice("wake-ups come by NOTIFY: \(reason)")
-                    return
+                    refusal = reason
+                } else {
+                    try await stream(settings, reading: reading)
                 }
-                try await stream(settings)
             } catch {
+                // A connection that read the log: whatever ends it next is news.
+                if reading.wasSet { refused = nil }
                 listener.watchWAL(false)
                 try? await sayReadsWAL(false)
-                if let reason = Self.finalReason(error) {
-                    logger.notice("wake-ups come by NOTIFY: \(reason)")
-                    return
+                refusal = Self.finalReason(error)
+                if refusal == nil {
+                    if Task.isCancelled || Task.isShuttingDownGracefully { return }
+                    // A connection that served for a while was not failing: the next attempt comes at once (a second).
+                    if ContinuousClock.now - began > .seconds(60) { backoff = .seconds(1) }
+                    if outage.failed(safeDescription(error), at: .now) == .warning {
+                        logger.warning("wake-ups come by NOTIFY until the replication connection is back", metadata: [
+                            "error": "\(safeDescription(error))",
+                            "retry_in_ms": "\(backoff.components.seconds * 1000)",
+                        ])
+                    }
+                    try? await Task.sleep(for: backoff)
+                    backoff = min(backoff * 2, .seconds(30))
+                    continue
                 }
-                if Task.isCancelled || Task.isShuttingDownGracefully { return }
-                // A connection that served for a while was not failing: the next attempt comes at once (a second).
-                if ContinuousClock.now - began > .seconds(60) { backoff = .seconds(1) }
-                if outage.failed(safeDescription(error), at: .now) == .warning {
-                    logger.warning("wake-ups come by NOTIFY until the replication connection is back", metadata: [
-                        "error": "\(safeDescription(error))", "retry_in_ms": "\(backoff.components.seconds * 1000)",
-                    ])
-                }
-                try? await Task.sleep(for: backoff)
-                backoff = min(backoff * 2, .seconds(30))
             }
+            guard let refusal else { continue }
+            // Refused for a reason only the operator can change (a role, a setting): NOTIFY wakes the relay, and the
+            // log is asked for again now and then, so that the fix takes effect without a restart.
+            if refusal != refused {
+                logger.notice("wake-ups come by NOTIFY: \(refusal)", metadata: [
+                    "asked_again_every_s": "\(recheckRefused.components.seconds)",
+                ])
+                refused = refusal
+            }
+            try? await Task.sleep(for: recheckRefused)
         }
     }
 
-    /// Why `error` ends the watch for good (nil when trying again may help): the connection was refused for a reason
-    /// only the operator can change, or the settings no longer allow reading the log.
+    /// Why `error` stops the watch until the next look `recheckRefused` later (nil when trying again soon may help):
+    /// the connection was refused for a reason only the operator can change, or the settings no longer allow it.
     static func finalReason(_ error: any Error) -> String? {
         switch error {
         case let failure as ReplicationFailure where failure.isPermanent:
@@ -103,8 +125,8 @@ public final class WALWatcher: Service, Sendable {
         return nil
     }
 
-    /// Streams until the connection ends (it throws then).
-    private func stream(_ settings: WALWakeupSettings) async throws {
+    /// Streams until the connection ends (it throws then); sets `reading` once the log is read.
+    private func stream(_ settings: WALWakeupSettings, reading: ReadingFlag) async throws {
         let endpoint = ReplicationEndpoint(
             host: connector.configuration.host ?? "localhost", port: connector.configuration.port ?? 5432,
             user: connector.configuration.username, password: connector.configuration.password,
@@ -133,6 +155,7 @@ public final class WALWatcher: Service, Sendable {
                     let first = start.flushed / 8192 * 8192
                     scanner = WALScanner(start: first, watched: settings.watched, segmentSize: settings.segmentSize)
                     self.listener.watchWAL(true)
+                    reading.set()
                     try await self.sayReadsWAL(true)
                     self.logger.notice("wake-ups come from the write-ahead log", metadata: [
                         "from": "\(first.walText)", "postgresql": "\(start.serverVersion)",
@@ -168,7 +191,7 @@ public final class WALWatcher: Service, Sendable {
     /// Says in this relay's gate row whether it reads the log, for writers that commit asynchronously (their commits
     /// reach the log late: they notify such a relay; sql/020_triggers.sql). The listener writes the rest of the row.
     private func sayReadsWAL(_ reading: Bool) async throws {
-        try await connector.withConnection(logger: logger) { connection in
+        _ = try await connector.withConnection(logger: logger) { connection in
             try await ConnectionScope.run(on: connection, deadline: .seconds(10), what: "writing the gate row") {
                 try await connection.query("""
                     INSERT INTO relay_wakeup (instance_id, idle, updated_at, reads_wal)
@@ -186,6 +209,15 @@ public final class WALWatcher: Service, Sendable {
             }
         }
     }
+}
+
+/// Whether one connection got as far as reading the log (a refusal after that is news, and logged again).
+private final class ReadingFlag: Sendable {
+    private let value = Mutex(false)
+
+    func set() { value.withLock { $0 = true } }
+
+    var wasSet: Bool { value.withLock { $0 } }
 }
 
 /// The watched tables' files as last read, handed to the stream before its next bytes.

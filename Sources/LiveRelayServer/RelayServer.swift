@@ -204,7 +204,9 @@ public struct RelayServer: Sendable {
         var services: [any Service] = [pool, listener, hub, sweeper, vacuum]
         if configuration.delivery.wakeup == .auto {
             // On the listener's loop too: a commit read from the log rings worker 0 on the thread that read it.
-            services.append(WALWatcher(connector: connector, listener: listener, eventLoop: loops[0], logger: logger))
+            services.append(WALWatcher(
+                connector: connector, listener: listener, eventLoop: loops[0],
+                recheckRefused: .milliseconds(Int64(configuration.delivery.walRecheckSeconds * 1000)), logger: logger))
         }
         if let presence { services.append(presence) }
         services += webhookWorkers

@@ -92,17 +92,22 @@ struct Harness: Sendable {
         }
     }
 
-    /// Runs an in-process relay while `body` runs.
-    func withRelay(environment extra: [String: String] = [:], _ body: @Sendable () async throws -> Void) async throws {
-        try await withRelayPort(environment: extra) { _ in try await body() }
+    /// Runs an in-process relay while `body` runs; `configure` changes what no environment setting reaches.
+    func withRelay(
+        environment extra: [String: String] = [:], configure: (inout RelayConfiguration) -> Void = { _ in },
+        _ body: @Sendable () async throws -> Void
+    ) async throws {
+        try await withRelayPort(environment: extra, configure: configure) { _ in try await body() }
     }
 
     /// Runs an in-process relay while `body` runs with its HTTP port.
     func withRelayPort(
-        environment extra: [String: String] = [:], _ body: @Sendable (Int) async throws -> Void
+        environment extra: [String: String] = [:], configure: (inout RelayConfiguration) -> Void = { _ in },
+        _ body: @Sendable (Int) async throws -> Void
     ) async throws {
-        let configuration = try RelayConfiguration.fromEnvironment(
+        var configuration = try RelayConfiguration.fromEnvironment(
             relayEnvironment.merging(extra) { $1 }, files: LocalFiles())
+        configure(&configuration)
         let server = try RelayServer(
             configuration: configuration, migrator: try Migrator(directory: Self.projectRoot), logger: logger)
         let (ready, readySink) = AsyncStream.makeStream(of: Int.self)

@@ -104,7 +104,10 @@ struct WALWakeupTests {
         }
     }
 
-    @Test("a role that may not replicate: the relay keeps running and wakes by NOTIFY, its row letting writers notify")
+    @Test("""
+        a role that may not replicate: the relay wakes by NOTIFY, its row letting writers notify, and reads the log \
+        once the role may, without a restart
+        """)
     func roleWithoutReplication() async throws {
         // A database of its own, owned by a role without REPLICATION (the relay migrates it as that role).
         let admin = try await Blocking.run(TestCluster.newDatabase)
@@ -119,13 +122,21 @@ struct WALWakeupTests {
         let url = admin.replacingOccurrences(of: "postgres@", with: "\(role)@")
             .replacingOccurrences(of: #"/t_[0-9a-f]+\?"#, with: "/\(role)?", options: .regularExpression)
         try await Harness.with(databaseURL: url) { h in
-            try await h.withRelay(environment: Self.pollOff) {
+            try await h.withRelay(environment: Self.pollOff, configure: { $0.delivery.walRecheckSeconds = 0.5 }) {
                 try await h.waitUntil("SELECT bool_and(idle AND NOT reads_wal) FROM relay_wakeup")
                 let token = try await h.registerActivity(session: "s-plain")
                 for round in 1...3 {
                     try await Self.write(h, "s-plain", round)
                     try await Self.delivered(h, token, round)
                 }
+                // The operator lets the role replicate: the relay's next look finds it and reads the log.
+                _ = try await connector.withConnection(logger: Logger(label: "test")) { connection in
+                    try await connection.query(PostgresQuery(unsafeSQL: "ALTER ROLE \(role) REPLICATION"),
+                                               logger: Logger(label: "test"))
+                }
+                try await h.waitUntil("SELECT bool_and(reads_wal AND NOT idle) FROM relay_wakeup")
+                try await Self.write(h, "s-plain", 4)
+                try await Self.delivered(h, token, 4)
             }
         }
     }
