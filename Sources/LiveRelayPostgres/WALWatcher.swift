@@ -73,6 +73,11 @@ public final class WALWatcher: Service, Sendable {
                 refusal = Self.finalReason(error)
                 if refusal == nil {
                     if Task.isCancelled || Task.isShuttingDownGracefully { return }
+                    if refused != nil {
+                        // Refused before, and the look failed (the database away): the next look, as planned.
+                        try? await Task.sleep(for: recheckRefused)
+                        continue
+                    }
                     // A connection that served for a while was not failing: the next attempt comes at once (a second).
                     if ContinuousClock.now - began > .seconds(60) { backoff = .seconds(1) }
                     if outage.failed(safeDescription(error), at: .now) == .warning {
