@@ -15,6 +15,14 @@ final class WebhookLanes: Sendable {
         var lanes = 0
         var waiting: [[Row]] = []
         var next = 0
+
+        /// Queues a chain; true when a new lane should start for it (fewer than `limit` run).
+        mutating func add(_ rows: [Row], limit: Int) -> Bool {
+            waiting.append(rows)
+            guard lanes < limit else { return false }
+            lanes += 1
+            return true
+        }
     }
     private struct State {
         var endpoints: [UUID: Endpoint] = [:]
@@ -45,10 +53,8 @@ final class WebhookLanes: Sendable {
             state.busyRows += rows.count
             // Changed in place: a copy taken out of the dictionary and written back would copy the waiting chains
             // (up to the worker's 2,000 unrecorded rows) at every chain a claim adds.
-            state.endpoints[chain.endpoint, default: Endpoint()].waiting.append(rows)
-            guard state.endpoints[chain.endpoint]!.lanes < lanesPerEndpoint else { return nil }
-            state.endpoints[chain.endpoint]!.lanes += 1
-            return chain.endpoint
+            let starts = state.endpoints[chain.endpoint, default: Endpoint()].add(rows, limit: lanesPerEndpoint)
+            return starts ? chain.endpoint : nil
         }
     }
 

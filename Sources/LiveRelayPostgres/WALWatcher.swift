@@ -52,32 +52,25 @@ public final class WALWatcher: Service, Sendable {
         }
         var backoff = Duration.seconds(1)
         var outage = OutageLog()
-        // The refusal last logged: the same one found again at the next look is not logged again.
+        // The refusal last logged, nil again once the log was read: the same one found at the next look is not.
         var refused: String?
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             let began = ContinuousClock.now
             var refusal: String?
-            let reading = ReadingFlag()
             do {
                 let settings = try await readSettings()
-                if let reason = settings.unusable {
-                    refusal = reason
-                } else {
-                    try await stream(settings, reading: reading)
+                refusal = settings.unusable
+                if refusal == nil {
+                    try await stream(settings)
+                    continue
                 }
             } catch {
-                // A connection that read the log: whatever ends it next is news.
-                if reading.wasSet { refused = nil }
-                listener.watchWAL(false)
+                // A switch back to NOTIFY means the log was being read: whatever ended it is news.
+                if listener.watchWAL(false) { refused = nil }
                 try? await sayReadsWAL(false)
+                if Task.isCancelled || Task.isShuttingDownGracefully { return }
                 refusal = Self.finalReason(error)
-                if refusal == nil {
-                    if Task.isCancelled || Task.isShuttingDownGracefully { return }
-                    if refused != nil {
-                        // Refused before, and the look failed (the database away): the next look, as planned.
-                        try? await Task.sleep(for: recheckRefused)
-                        continue
-                    }
+                if refusal == nil && refused == nil {
                     // A connection that served for a while was not failing: the next attempt comes at once (a second).
                     if ContinuousClock.now - began > .seconds(60) { backoff = .seconds(1) }
                     if outage.failed(safeDescription(error), at: .now) == .warning {
@@ -91,10 +84,10 @@ public final class WALWatcher: Service, Sendable {
                     continue
                 }
             }
-            guard let refusal else { continue }
-            // Refused for a reason only the operator can change (a role, a setting): NOTIFY wakes the relay, and the
-            // log is asked for again now and then, so that the fix takes effect without a restart.
-            if refusal != refused {
+            // Refused for a reason only the operator can change (a role, a setting), or refused before and this look
+            // failed (the database away): NOTIFY wakes the relay, and the log is asked for again now and then, so
+            // that the fix takes effect without a restart.
+            if let refusal, refusal != refused {
                 logger.notice("wake-ups come by NOTIFY: \(refusal)", metadata: [
                     "asked_again_every_s": "\(recheckRefused.components.seconds)",
                 ])
@@ -130,8 +123,8 @@ public final class WALWatcher: Service, Sendable {
         return nil
     }
 
-    /// Streams until the connection ends (it throws then); sets `reading` once the log is read.
-    private func stream(_ settings: WALWakeupSettings, reading: ReadingFlag) async throws {
+    /// Streams until the connection ends (it throws then).
+    private func stream(_ settings: WALWakeupSettings) async throws {
         let endpoint = ReplicationEndpoint(
             host: connector.configuration.host ?? "localhost", port: connector.configuration.port ?? 5432,
             user: connector.configuration.username, password: connector.configuration.password,
@@ -160,7 +153,6 @@ public final class WALWatcher: Service, Sendable {
                     let first = start.flushed / 8192 * 8192
                     scanner = WALScanner(start: first, watched: settings.watched, segmentSize: settings.segmentSize)
                     self.listener.watchWAL(true)
-                    reading.set()
                     try await self.sayReadsWAL(true)
                     self.logger.notice("wake-ups come from the write-ahead log", metadata: [
                         "from": "\(first.walText)", "postgresql": "\(start.serverVersion)",
@@ -214,15 +206,6 @@ public final class WALWatcher: Service, Sendable {
             }
         }
     }
-}
-
-/// Whether one connection got as far as reading the log (a refusal after that is news, and logged again).
-private final class ReadingFlag: Sendable {
-    private let value = Mutex(false)
-
-    func set() { value.withLock { $0 = true } }
-
-    var wasSet: Bool { value.withLock { $0 } }
 }
 
 /// The watched tables' files as last read, handed to the stream before its next bytes.

@@ -118,10 +118,13 @@ public final class WakeupListener: Service, Sendable {
 
     /// The relay starts reading the write-ahead log for commits (`WALWatcher`), or has lost it: while it reads, its
     /// row says busy, so writers send no NOTIFY. Either way every consumer looks once, for what was committed while
-    /// the other wake-up was in charge.
-    public func watchWAL(_ watching: Bool) {
-        if state.withLock({ $0.gate.watchWAL(watching) }) { gateChanged.ring() }
+    /// the other wake-up was in charge. Returns whether this was a switch (false: it already was so).
+    @discardableResult
+    public func watchWAL(_ watching: Bool) -> Bool {
+        let switched = state.withLock { $0.gate.watchWAL(watching) }
+        if switched { gateChanged.ring() }
         ringAll()
+        return switched
     }
 
     /// The log showed commits of outbox rows (`outbox`) or of stream events alone.

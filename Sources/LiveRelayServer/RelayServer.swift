@@ -206,7 +206,7 @@ public struct RelayServer: Sendable {
             // On the listener's loop too: a commit read from the log rings worker 0 on the thread that read it.
             services.append(WALWatcher(
                 connector: connector, listener: listener, eventLoop: loops[0],
-                recheckRefused: .milliseconds(Int64(configuration.delivery.walRecheckSeconds * 1000)), logger: logger))
+                recheckRefused: .seconds(configuration.delivery.walRecheckSeconds), logger: logger))
         }
         if let presence { services.append(presence) }
         services += webhookWorkers
