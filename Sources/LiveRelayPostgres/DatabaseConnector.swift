@@ -1,6 +1,7 @@
 import Synchronization
 import Foundation
 import Logging
+import LiveRelayWAL
 import NIOCore
 import NIOSSL
 import PostgresNIO
@@ -13,20 +14,38 @@ public struct DatabaseConnector: Sendable {
     private let ids = ConnectionIDs()
 
     /// - Parameters:
-    ///   - url: `postgres://user:password@host:port/database?sslmode=disable|prefer|require`.
+    ///   - url: `postgres://user:password@host:port/database?sslmode=disable|prefer|require`, and optionally
+    ///     `&sslrootcert=<PEM file>` for the CA that signs the server's certificate (the system's roots otherwise).
     ///   - applicationName: shown in `pg_stat_activity`.
     public init(url: String, applicationName: String = "liverelay", connectTimeout: Duration = .seconds(5)) throws {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
               let host = components.host, !host.isEmpty
         else { throw DatabaseURLError(problem: "is not a postgres:// URL with a host") }
-        let sslMode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "prefer"
+        let query = { (name: String) in components.queryItems?.first(where: { $0.name == name })?.value }
+        let sslMode = query("sslmode") ?? "prefer"
+        var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
+        if let rootFile = query("sslrootcert") {
+            // libpq's name for the CA file that signs the server's certificate (a private CA, a managed service's).
+            do {
+                tlsConfiguration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(rootFile))
+            } catch {
+                throw DatabaseURLError(problem: "has sslrootcert=\(rootFile), which is not a readable PEM file")
+            }
+        }
+        let context = try NIOSSLContext(configuration: tlsConfiguration)
+        // Certificates name hosts, not addresses (an address is checked against the certificate's IP entries).
+        let serverName = (try? SocketAddress(ipAddress: host, port: 0)) == nil ? host : nil
         let tls: PostgresConnection.Configuration.TLS
+        let clientTLS: PostgresClient.Configuration.TLS
         switch sslMode {
         case "require", "verify-ca", "verify-full":
-            tls = .require(try NIOSSLContext(configuration: .makeClientConfiguration()))
-        case "disable", "prefer":
-            tls = sslMode == "disable"
-                ? .disable : .prefer(try NIOSSLContext(configuration: .makeClientConfiguration()))
+            (tls, clientTLS) = (.require(context), .require(tlsConfiguration))
+            replicationTLS = .require(context, serverName: serverName)
+        case "prefer":
+            (tls, clientTLS) = (.prefer(context), .prefer(tlsConfiguration))
+            replicationTLS = .prefer(context, serverName: serverName)
+        case "disable":
+            (tls, clientTLS, replicationTLS) = (.disable, .disable, .disable)
         default: throw DatabaseURLError(problem: "has an unknown sslmode \(sslMode) (use disable, prefer or require)")
         }
         var database = components.path
@@ -53,8 +72,7 @@ public struct DatabaseConnector: Sendable {
             host: host, port: components.port ?? 5432, username: configuration.username,
             password: configuration.password,
             database: configuration.database,
-            tls: sslMode == "disable" ? .disable
-                : sslMode == "prefer" ? .prefer(.makeClientConfiguration()) : .require(.makeClientConfiguration()))
+            tls: clientTLS)
         client.options.connectTimeout = connectTimeout
         client.options.maximumConnections = 10
         client.options.additionalStartupParameters = configuration.options.additionalStartupParameters
@@ -63,6 +81,8 @@ public struct DatabaseConnector: Sendable {
 
     /// A pool configuration for the HTTP routes.
     public let clientConfiguration: PostgresClient.Configuration
+    /// TLS for the replication connection (`WALWatcher`), as for every other.
+    public let replicationTLS: ReplicationTLS
 
     /// Connects, or throws when the server does not answer within the deadline.
     /// - Parameter eventLoop: the loop the connection lives on (by default any of the shared group's).

@@ -45,11 +45,6 @@ public final class WALWatcher: Service, Sendable {
     }
 
     private func watch() async {
-        if let reason = Self.transportRefusal(connector.configuration) {
-            // Only a new DATABASE_URL changes this, and that takes a restart.
-            logger.notice("wake-ups come by NOTIFY: \(reason)")
-            return
-        }
         var backoff = Duration.seconds(1)
         var outage = OutageLog()
         // The refusal last logged, nil again once the log was read: the same one found at the next look is not.
@@ -108,21 +103,6 @@ public final class WALWatcher: Service, Sendable {
         }
     }
 
-    /// Why the replication connection, which has no TLS, may not be opened: only to a server on this machine unless
-    /// `DATABASE_URL` says `sslmode=disable` (with `require` the log's rows must not cross the network in clear, and
-    /// with `prefer` a server that offers TLS gets it from the relay's other connections).
-    static func transportRefusal(_ configuration: PostgresConnection.Configuration) -> String? {
-        if configuration.tls.isEnforced {
-            return "DATABASE_URL requires TLS, which the replication connection does not speak"
-        }
-        let loopback = ["127.0.0.1", "::1", "localhost"].contains(configuration.host ?? "")
-        if configuration.tls.isAllowed && !loopback {
-            return "the replication connection has no TLS: it is opened to a server on this machine, "
-                + "or with sslmode=disable"
-        }
-        return nil
-    }
-
     /// Streams until the connection ends (it throws then).
     private func stream(_ settings: WALWakeupSettings) async throws {
         let endpoint = ReplicationEndpoint(
@@ -131,7 +111,7 @@ public final class WALWatcher: Service, Sendable {
             database: connector.configuration.database,
             // Named after the gate row, so that pg_stat_replication tells which relay each connection is.
             applicationName: "liverelay-wal-" + listener.instanceID.uuidString.prefix(8).lowercased(),
-            connectTimeout: connector.connectTimeout)
+            connectTimeout: connector.connectTimeout, tls: connector.replicationTLS)
         // The watched tables' files as last read, for the stream to take before its next bytes.
         let reread = PendingWatch()
         try await withThrowingTaskGroup(of: Void.self) { group in

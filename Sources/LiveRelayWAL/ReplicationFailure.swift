@@ -3,6 +3,7 @@ public enum ReplicationFailure: Error, Equatable, CustomStringConvertible {
     case refused(String, code: String)
     case unsupportedAuthentication(Int32)
     case cleartextPasswordWithoutTLS
+    case tlsRefused
     case passwordRequired
     case unexpectedMessage(UInt8, while: String)
     case brokenStream
@@ -10,11 +11,12 @@ public enum ReplicationFailure: Error, Equatable, CustomStringConvertible {
     case silent(seconds: Int)
 
     /// Whether trying again cannot help until the operator changes something: the login or the privilege was refused
-    /// (SQLSTATE class 28, or 42501), or the server asks for a way of logging in this connection does not offer.
+    /// (SQLSTATE class 28, or 42501), the server asks for a way of logging in this connection does not offer, or it
+    /// has no TLS and `sslmode=require` asks for it.
     public var isPermanent: Bool {
         switch self {
         case let .refused(_, code): code.hasPrefix("28") || code == "42501"
-        case .unsupportedAuthentication, .cleartextPasswordWithoutTLS, .passwordRequired: true
+        case .unsupportedAuthentication, .cleartextPasswordWithoutTLS, .passwordRequired, .tlsRefused: true
         default: false
         }
     }
@@ -25,6 +27,7 @@ public enum ReplicationFailure: Error, Equatable, CustomStringConvertible {
         case let .unsupportedAuthentication(code):
             "PostgreSQL asked for an authentication method (\(code)) not supported here"
         case .cleartextPasswordWithoutTLS: "PostgreSQL asked for the password in clear text on a connection without TLS"
+        case .tlsRefused: "PostgreSQL does not accept TLS, which DATABASE_URL's sslmode=require asks for"
         case .passwordRequired: "PostgreSQL asked for a password and DATABASE_URL has none"
         case let .unexpectedMessage(type, what):
             "PostgreSQL sent an unexpected '\(Character(Unicode.Scalar(type)))' message while \(what)"

@@ -12,9 +12,12 @@ public struct ReplicationEndpoint: Sendable {
     public var database: String?
     public var applicationName: String
     public var connectTimeout: Duration
+    public var tls: ReplicationTLS
 
     public init(host: String, port: Int, user: String, password: String?, database: String?,
-                applicationName: String = "liverelay-wal", connectTimeout: Duration = .seconds(5)) {
+                applicationName: String = "liverelay-wal", connectTimeout: Duration = .seconds(5),
+                tls: ReplicationTLS = .disable) {
+        self.tls = tls
         self.host = host
         self.port = port
         self.user = user
@@ -41,25 +44,36 @@ public enum ReplicationStream {
     /// its `wal_sender_timeout` (60 s by default) while it has nothing to send.
     public static let silenceLimit = 90
 
-    /// Connects, logs in, reads the server's position, asks `ready` where to start, then streams WAL to `receive`
+    /// Connects (over TLS when `endpoint.tls` asks for it), logs in, reads the server's position, asks `ready` where to start, then streams WAL to `receive`
     /// (its first byte's position, and the bytes) until the connection ends, which it does by throwing.
     public static func run(
         _ endpoint: ReplicationEndpoint, on group: any EventLoopGroup,
         ready: (Start) async throws -> LSN,
         receive: (LSN, ByteBufferView) async throws -> Void
     ) async throws {
-        let channel = try await ClientBootstrap(group: group)
+        let (channel, negotiated) = try await ClientBootstrap(group: group)
             .connectTimeout(.nanoseconds(Int64(endpoint.connectTimeout.components.seconds) * 1_000_000_000))
             .connect(host: endpoint.host, port: endpoint.port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(IdleStateHandler(readTimeout: .seconds(Int64(silenceLimit))))
+                    var negotiated: EventLoopFuture<Bool>?
+                    if let tls = endpoint.tls.negotiation {
+                        let promise = channel.eventLoop.makePromise(of: Bool.self)
+                        try pipeline.addHandler(TLSNegotiator(
+                            context: tls.context, serverName: tls.serverName, required: tls.required,
+                            promise: promise))
+                        negotiated = promise.futureResult
+                    }
                     try pipeline.addHandler(ByteToMessageHandler(BackendMessageDecoder()))
                     try pipeline.addHandler(SilenceCloser())
-                    return try NIOAsyncChannel<BackendMessage, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    let wrapped = try NIOAsyncChannel<BackendMessage, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    return (wrapped, negotiated)
                 }
             }
         try await channel.executeThenClose { inbound, outbound in
+            // Whether TLS was agreed (false for sslmode=disable, and for prefer when the server has none).
+            let encrypted = try await negotiated?.get() ?? false
             var messages = inbound.makeAsyncIterator()
             func next(_ what: String) async throws -> BackendMessage {
                 guard let message = try await messages.next() else { throw ReplicationFailure.closed(while: what) }
@@ -68,7 +82,8 @@ public enum ReplicationStream {
             }
             try await outbound.write(FrontendMessage.startup(
                 user: endpoint.user, database: endpoint.database, applicationName: endpoint.applicationName))
-            let version = try await logIn(endpoint, next: next, write: { try await outbound.write($0) })
+            let version = try await logIn(
+                endpoint, encrypted: encrypted, next: next, write: { try await outbound.write($0) })
 
             try await outbound.write(FrontendMessage.query("IDENTIFY_SYSTEM"))
             var identity: [String?] = []
@@ -118,10 +133,10 @@ public enum ReplicationStream {
         }
     }
 
-    /// The login, up to ReadyForQuery: trust, MD5 or SCRAM-SHA-256 (never a clear-text password: this connection has
-    /// no TLS). Returns the server's version.
+    /// The login, up to ReadyForQuery: trust, MD5 or SCRAM-SHA-256, and a clear-text password only over TLS.
+    /// Returns the server's version.
     static func logIn(
-        _ endpoint: ReplicationEndpoint, next: (String) async throws -> BackendMessage,
+        _ endpoint: ReplicationEndpoint, encrypted: Bool, next: (String) async throws -> BackendMessage,
         write: (ByteBuffer) async throws -> Void
     ) async throws -> String {
         var scram: SCRAMClient?
@@ -134,7 +149,10 @@ public enum ReplicationStream {
                 let code = body.readInteger(as: Int32.self) ?? -1
                 switch code {
                 case 0: continue
-                case 3: throw ReplicationFailure.cleartextPasswordWithoutTLS
+                case 3:
+                    guard encrypted else { throw ReplicationFailure.cleartextPasswordWithoutTLS }
+                    guard let password = endpoint.password else { throw ReplicationFailure.passwordRequired }
+                    try await write(FrontendMessage.password(password))
                 case 5:  // MD5: "md5" + md5(md5(password + user) + salt)
                     guard let password = endpoint.password else { throw ReplicationFailure.passwordRequired }
                     guard let salt = body.readBytes(length: 4) else { throw ReplicationFailure.brokenStream }

@@ -1,0 +1,64 @@
+import Foundation
+import LiveRelayDevSupport
+import Testing
+
+extension WALWakeupTests {
+    /// A cluster that accepts nothing but TLS with a password (`hostssl … password` only, so a clear-text password and
+    /// a connection without TLS are both refused), its certificate signed by a CA whose file the URL names.
+    static func tlsOnlyCluster() throws -> String {
+        let postgres = try TestCluster.make(name: "tls")
+        try postgres.createDatabase("tls")
+        let password = UUID().uuidString
+        try postgres.runServerBinary("psql", [
+            "-h", "127.0.0.1", "-p", "\(postgres.port)", "-U", "postgres", "-d", "postgres", "-c",
+            "ALTER ROLE postgres PASSWORD '\(password)'",
+        ])
+        let certificate = try SimulatorCertificate.generate()
+        let folder = postgres.dataDirectory
+        try Data(certificate.leafPEM.utf8).write(to: URL(fileURLWithPath: folder + "/server.crt"))
+        try Data(certificate.leafKeyPEM.utf8).write(to: URL(fileURLWithPath: folder + "/server.key"))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: folder + "/server.key")
+        try Data("""
+            hostssl all all 127.0.0.1/32 password
+            hostssl replication all 127.0.0.1/32 password
+
+            """.utf8).write(to: URL(fileURLWithPath: folder + "/pg_hba.conf"))
+        let settings = try FileHandle(forWritingTo: URL(fileURLWithPath: folder + "/postgresql.conf"))
+        settings.seekToEndOfFile()
+        settings.write(Data("ssl = on\n".utf8))
+        try settings.close()
+        try postgres.handOverToServerUser(folder)
+        try postgres.restart()
+        let caFile = TestCluster.base + "/tls-ca-\(UUID().uuidString.prefix(8)).pem"
+        try Data(certificate.caPEM.utf8).write(to: URL(fileURLWithPath: caFile))
+        return "postgres://postgres:\(password)@127.0.0.1:\(postgres.port)/tls?sslmode=require&sslrootcert=\(caFile)"
+    }
+
+    @Test("""
+        sslmode=require: the replication connection speaks TLS (logging in with a clear-text password, which only TLS \
+        may carry), and writes wake the relay from the log without NOTIFY
+        """)
+    func overTLS() async throws {
+        let url = try await Blocking.run(Self.tlsOnlyCluster)
+        try await Harness.with(databaseURL: url) { h in
+            try await h.withRelay(environment: Self.pollOff) {
+                try await h.waitUntil("SELECT bool_and(reads_wal AND NOT idle) FROM relay_wakeup")
+                // This relay's walsender, named after its gate row, is encrypted.
+                let encrypted = try await h.rows("""
+                    SELECT s.ssl FROM pg_stat_replication r JOIN relay_wakeup w
+                    ON r.application_name = 'liverelay-wal-' || left(w.instance_id::text, 8)
+                    JOIN pg_stat_ssl s ON s.pid = r.pid
+                    """, as: Bool.self)
+                #expect(encrypted == [true])
+                let token = try await h.registerActivity(session: "s-tls")
+                let heard = try await h.wakeUpNotifications {
+                    for round in 1...3 {
+                        try await Self.write(h, "s-tls", round)
+                        try await Self.delivered(h, token, round)
+                    }
+                }
+                #expect(heard.isEmpty, "the writers notified: \(heard)")
+            }
+        }
+    }
+}
