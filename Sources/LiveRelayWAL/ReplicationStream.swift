@@ -17,7 +17,6 @@ public struct ReplicationEndpoint: Sendable {
     public init(host: String, port: Int, user: String, password: String?, database: String?,
                 applicationName: String = "liverelay-wal", connectTimeout: Duration = .seconds(5),
                 tls: ReplicationTLS = .disable) {
-        self.tls = tls
         self.host = host
         self.port = port
         self.user = user
@@ -25,6 +24,7 @@ public struct ReplicationEndpoint: Sendable {
         self.database = database
         self.applicationName = applicationName
         self.connectTimeout = connectTimeout
+        self.tls = tls
     }
 }
 
@@ -44,8 +44,9 @@ public enum ReplicationStream {
     /// its `wal_sender_timeout` (60 s by default) while it has nothing to send.
     public static let silenceLimit = 90
 
-    /// Connects (over TLS when `endpoint.tls` asks for it), logs in, reads the server's position, asks `ready` where to start, then streams WAL to `receive`
-    /// (its first byte's position, and the bytes) until the connection ends, which it does by throwing.
+    /// Connects (over TLS when `endpoint.tls` asks for it), logs in, reads the server's position, asks `ready` where to
+    /// start, then streams WAL to `receive` (its first byte's position, and the bytes) until the connection ends, which
+    /// it does by throwing.
     public static func run(
         _ endpoint: ReplicationEndpoint, on group: any EventLoopGroup,
         ready: (Start) async throws -> LSN,

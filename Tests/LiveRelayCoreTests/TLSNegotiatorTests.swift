@@ -65,7 +65,9 @@ struct TLSNegotiatorTests {
         let (channel, negotiated) = try Self.negotiating(required: false)
         try Self.answer(channel, [UInt8(ascii: "S"), UInt8(ascii: "R"), 0, 0])
         await #expect(throws: ReplicationFailure.brokenStream) { try await negotiated.get() }
-        #expect(throws: (any Error).self) { try channel.pipeline.syncOperations.handler(type: NIOSSLClientHandler.self) }
+        #expect(throws: (any Error).self) {
+            try channel.pipeline.syncOperations.handler(type: NIOSSLClientHandler.self)
+        }
         #expect(!channel.isActive)
     }
 
