@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import NIOSSL
 import PostgresNIO
 
 /// Why PostgreSQL could not be reached, in the words an operator needs: where, and what the system said
@@ -46,8 +47,19 @@ enum ConnectionFailure {
     }
 
     private static func reason(_ error: any Error) -> String {
+        if let error = error as? NIOSSLError { return tlsReason(error) }
         if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
         if case .connectTimeout? = error as? ChannelError { return "no answer in time" }
         return String(describing: error)
+    }
+
+    /// A TLS failure in words: NIOSSL's own description is BoringSSL's error stack.
+    static func tlsReason(_ error: NIOSSLError) -> String {
+        guard case let .handshakeFailed(stack) = error else { return "TLS failed (\(error))" }
+        if String(describing: stack).contains("CERTIFICATE_VERIFY_FAILED") {
+            return "the server's TLS certificate was not accepted (not signed by a CA the relay trusts, or not for "
+                + "this host): name its CA's PEM file with sslrootcert= in DATABASE_URL"
+        }
+        return "the TLS handshake failed (\(stack))"
     }
 }

@@ -14,40 +14,15 @@ public struct DatabaseConnector: Sendable {
     private let ids = ConnectionIDs()
 
     /// - Parameters:
-    ///   - url: `postgres://user:password@host:port/database?sslmode=disable|prefer|require`, and optionally
-    ///     `&sslrootcert=<PEM file>` for the CA that signs the server's certificate (the system's roots otherwise).
+    ///   - url: `postgres://user:password@host:port/database`, with libpq's `sslmode` and `sslrootcert` (`TLSSettings`).
     ///   - applicationName: shown in `pg_stat_activity`.
     public init(url: String, applicationName: String = "liverelay", connectTimeout: Duration = .seconds(5)) throws {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
               let host = components.host, !host.isEmpty
         else { throw DatabaseURLError(problem: "is not a postgres:// URL with a host") }
         let query = { (name: String) in components.queryItems?.first(where: { $0.name == name })?.value }
-        let sslMode = query("sslmode") ?? "prefer"
-        var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
-        if let rootFile = query("sslrootcert") {
-            // libpq's name for the CA file that signs the server's certificate (a private CA, a managed service's).
-            do {
-                tlsConfiguration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(rootFile))
-            } catch {
-                throw DatabaseURLError(problem: "has sslrootcert=\(rootFile), which is not a readable PEM file")
-            }
-        }
-        let context = try NIOSSLContext(configuration: tlsConfiguration)
-        // Certificates name hosts, not addresses (an address is checked against the certificate's IP entries).
-        let serverName = (try? SocketAddress(ipAddress: host, port: 0)) == nil ? host : nil
-        let tls: PostgresConnection.Configuration.TLS
-        let clientTLS: PostgresClient.Configuration.TLS
-        switch sslMode {
-        case "require", "verify-ca", "verify-full":
-            (tls, clientTLS) = (.require(context), .require(tlsConfiguration))
-            replicationTLS = .require(context, serverName: serverName)
-        case "prefer":
-            (tls, clientTLS) = (.prefer(context), .prefer(tlsConfiguration))
-            replicationTLS = .prefer(context, serverName: serverName)
-        case "disable":
-            (tls, clientTLS, replicationTLS) = (.disable, .disable, .disable)
-        default: throw DatabaseURLError(problem: "has an unknown sslmode \(sslMode) (use disable, prefer or require)")
-        }
+        let tls = try TLSSettings(sslMode: query("sslmode") ?? "prefer", rootFile: query("sslrootcert"), host: host)
+        replicationTLS = tls.replication
         var database = components.path
         if database.hasPrefix("/") { database.removeFirst() }
         var configuration = PostgresConnection.Configuration(
@@ -56,7 +31,7 @@ public struct DatabaseConnector: Sendable {
             username: components.user?.removingPercentEncoding ?? "postgres",
             password: components.password?.removingPercentEncoding,
             database: database.isEmpty ? nil : database,
-            tls: tls
+            tls: tls.session
         )
         // A second beyond the deadline of `connect`, so that the deadline, whose error names the server, fires first.
         configuration.options.connectTimeout = .seconds(connectTimeout.components.seconds + 1)
@@ -72,7 +47,7 @@ public struct DatabaseConnector: Sendable {
             host: host, port: components.port ?? 5432, username: configuration.username,
             password: configuration.password,
             database: configuration.database,
-            tls: clientTLS)
+            tls: tls.pool)
         client.options.connectTimeout = connectTimeout
         client.options.maximumConnections = 10
         client.options.additionalStartupParameters = configuration.options.additionalStartupParameters
@@ -242,6 +217,7 @@ public func safeDescription(_ error: any Error) -> String {
         let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
         return "PostgreSQL: \(message)\(state)"
     }
+    if let error = error as? NIOSSLError { return "cannot connect to PostgreSQL: " + ConnectionFailure.tlsReason(error) }
     if let error = error as? PostgresTransactionError {
         return "transaction failed: " + [error.beginError, error.closureError, error.commitError, error.rollbackError]
             .compactMap { $0.map(safeDescription) }.joined(separator: "; ")

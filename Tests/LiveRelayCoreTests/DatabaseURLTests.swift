@@ -19,7 +19,7 @@ struct DatabaseURLTests {
     @Test("an unknown sslmode, and an sslrootcert that cannot be read, are refused with what to change")
     func refused() {
         #expect(Self.problem("postgres://u@db:5432/app?sslmode=sometimes")
-            == "DATABASE_URL has an unknown sslmode sometimes (use disable, prefer or require)")
+            == "DATABASE_URL has an unknown sslmode sometimes (use disable, prefer, require, verify-ca or verify-full)")
         #expect(Self.problem("postgres://u@db:5432/app?sslmode=require&sslrootcert=/nonexistent/ca.pem")
             == "DATABASE_URL has sslrootcert=/nonexistent/ca.pem, which is not a readable PEM file")
     }

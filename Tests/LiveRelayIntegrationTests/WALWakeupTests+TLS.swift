@@ -1,11 +1,17 @@
 import Foundation
 import LiveRelayDevSupport
+import LiveRelayPostgres
+import Logging
+import PostgresNIO
 import Testing
 
 extension WALWakeupTests {
     /// A cluster that accepts nothing but TLS with a password (`hostssl … password` only, so a clear-text password and
-    /// a connection without TLS are both refused), its certificate signed by a CA whose file the URL names.
-    static func tlsOnlyCluster() throws -> String {
+    /// a connection without TLS are both refused), shared by the tests that need one: its URL with `sslmode=`
+    /// left to each (its certificate, for 127.0.0.1, signed by the CA in `caFile`).
+    static let tlsCluster = Result { try tlsOnlyCluster() }
+
+    static func tlsOnlyCluster() throws -> (url: String, caFile: String) {
         let postgres = try TestCluster.make(name: "tls")
         try postgres.createDatabase("tls")
         let password = UUID().uuidString
@@ -31,15 +37,16 @@ extension WALWakeupTests {
         try postgres.restart()
         let caFile = TestCluster.base + "/tls-ca-\(UUID().uuidString.prefix(8)).pem"
         try Data(certificate.caPEM.utf8).write(to: URL(fileURLWithPath: caFile))
-        return "postgres://postgres:\(password)@127.0.0.1:\(postgres.port)/tls?sslmode=require&sslrootcert=\(caFile)"
+        return ("postgres://postgres:\(password)@127.0.0.1:\(postgres.port)/tls?sslmode=", caFile)
     }
 
     @Test("""
-        sslmode=require: the replication connection speaks TLS (logging in with a clear-text password, which only TLS \
-        may carry), and writes wake the relay from the log without NOTIFY
+        sslmode=verify-full: the replication connection speaks TLS (logging in with a clear-text password, which only \
+        TLS may carry), and writes wake the relay from the log without NOTIFY
         """)
     func overTLS() async throws {
-        let url = try await Blocking.run(Self.tlsOnlyCluster)
+        let cluster = try await Blocking.run { try Self.tlsCluster.get() }
+        let url = cluster.url + "verify-full&sslrootcert=" + cluster.caFile
         try await Harness.with(databaseURL: url) { h in
             try await h.withRelay(environment: Self.pollOff) {
                 try await h.waitUntil("SELECT bool_and(reads_wal AND NOT idle) FROM relay_wakeup")
@@ -60,5 +67,36 @@ extension WALWakeupTests {
                 #expect(heard.isEmpty, "the writers notified: \(heard)")
             }
         }
+    }
+
+    @Test("""
+        a self-signed server certificate, as libpq: require and prefer connect; verify-ca and verify-full refuse it \
+        without its CA, saying so, and accept it with sslrootcert
+        """)
+    func certificateChecks() async throws {
+        let cluster = try await Blocking.run { try Self.tlsCluster.get() }
+        let logger = Logger(label: "test")
+        func answer(_ mode: String) async -> String {
+            do {
+                let connector = try DatabaseConnector(url: cluster.url + mode)
+                return try await connector.withConnection(logger: logger) { connection in
+                    let rows = try await connection.query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                                                          logger: logger)
+                    for try await encrypted in rows.decode(Bool.self) { return encrypted ? "encrypted" : "clear" }
+                    return "no row"
+                }
+            } catch {
+                return safeDescription(error)
+            }
+        }
+        #expect(await answer("require") == "encrypted")
+        #expect(await answer("prefer") == "encrypted")
+        for mode in ["verify-ca", "verify-full"] {
+            let refusal = await answer(mode)
+            #expect(refusal.hasPrefix("cannot connect to PostgreSQL: the server's TLS certificate was not accepted")
+                        && refusal.hasSuffix("sslrootcert= in DATABASE_URL"), "\(mode): \(refusal)")
+            #expect(await answer(mode + "&sslrootcert=" + cluster.caFile) == "encrypted")
+        }
+        #expect(await answer("disable").contains("no pg_hba.conf entry"))
     }
 }
