@@ -42,8 +42,8 @@ extension DatabaseConnector {
                 configuration.certificateVerification = .fullVerification
                 required = true
             default:
-                throw DatabaseURLError(
-                    problem: "has an unknown sslmode \(sslMode) (use disable, prefer, require, verify-ca or verify-full)")
+                throw DatabaseURLError(problem: "has an unknown sslmode \(sslMode) "
+                    + "(use disable, prefer, require, verify-ca or verify-full)")
             }
             let context = try NIOSSLContext(configuration: configuration)
             // Certificates name hosts, not addresses (an address is checked against the certificate's IP entries).

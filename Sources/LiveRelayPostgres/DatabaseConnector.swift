@@ -14,7 +14,8 @@ public struct DatabaseConnector: Sendable {
     private let ids = ConnectionIDs()
 
     /// - Parameters:
-    ///   - url: `postgres://user:password@host:port/database`, with libpq's `sslmode` and `sslrootcert` (`TLSSettings`).
+    ///   - url: `postgres://user:password@host:port/database`, with libpq's `sslmode` and `sslrootcert`
+    ///     (`TLSSettings`).
     ///   - applicationName: shown in `pg_stat_activity`.
     public init(url: String, applicationName: String = "liverelay", connectTimeout: Duration = .seconds(5)) throws {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
@@ -217,7 +218,9 @@ public func safeDescription(_ error: any Error) -> String {
         let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
         return "PostgreSQL: \(message)\(state)"
     }
-    if let error = error as? NIOSSLError { return "cannot connect to PostgreSQL: " + ConnectionFailure.tlsReason(error) }
+    if let error = error as? NIOSSLError {
+        return "cannot connect to PostgreSQL: " + ConnectionFailure.tlsReason(error)
+    }
     if let error = error as? PostgresTransactionError {
         return "transaction failed: " + [error.beginError, error.closureError, error.commitError, error.rollbackError]
             .compactMap { $0.map(safeDescription) }.joined(separator: "; ")
