@@ -1,5 +1,6 @@
 """B1 (one write at a time), B2 and B2m (one statement over 100,000 activities) and B5 (16 writers): what reaches
 h2o after a commit, and what the triggers cost the writer."""
+import os
 import time
 
 from bench_peer import cpu_per_write, timed_writes
@@ -18,6 +19,12 @@ def bench_b1(stack, rate, seconds):
     lines = stack.wait_for_log(before + len(commits), 30)[before:]
     cpu_after = stack.cpu_seconds()
     latencies = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
+    if os.environ.get("BENCH_DB_TLS"):
+        # What BENCH_DB_TLS=1 measured: the relay's sessions and walsender encrypted, and the log read.
+        print("B1 TLS   relay connections encrypted / all, reads the log:", stack.sql("""
+            SELECT count(*) FILTER (WHERE s.ssl), count(*), (SELECT bool_and(reads_wal) FROM relay_wakeup)
+            FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name LIKE 'liverelay%'
+            """)[0], flush=True)
     stack.sql("ALTER TABLE activity_registration DISABLE TRIGGER USER")
     try:
         bare_seconds = max(1, seconds // 2)

@@ -88,6 +88,18 @@ class Stack:
         if os.environ.get("BENCH_PGSS"):
             # A profile of the statements (nested ones included), printed at the end: BENCH_PGSS=1.
             settings += "shared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track = all\n"
+        if os.environ.get("BENCH_DB_TLS"):
+            # The relay's connections over TLS (BENCH_DB_TLS=1: a self-signed certificate, sslmode=require, as with a
+            # managed service); the harness's own connections stay in clear, so that the writers' figures do not move.
+            cert, key = os.path.join(data, "server.crt"), os.path.join(data, "server.key")
+            subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                            "-nodes", "-days", "2", "-subj", "/CN=localhost", "-keyout", key, "-out", cert],
+                           check=True, capture_output=True)
+            os.chmod(key, 0o600)
+            if os.geteuid() == 0:
+                shutil.chown(cert, "postgres", "postgres")
+                shutil.chown(key, "postgres", "postgres")
+            settings += "ssl = on\n"
         with open(os.path.join(data, "postgresql.conf"), "a") as f:
             f.write("\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nmax_connections = 200\n"
                     + settings)
@@ -96,6 +108,8 @@ class Stack:
         as_postgres([f"{self.bindir}/createdb", "-h", "127.0.0.1", "-p", str(self.pg_port), "-U", "postgres", "bench"])
         self.data = data
         self.url = f"postgres://postgres@127.0.0.1:{self.pg_port}/bench?sslmode=disable"
+        self.relay_url = self.url.replace("sslmode=disable", "sslmode=require") if os.environ.get("BENCH_DB_TLS") \
+            else self.url
 
     def postmaster_pid(self):
         with open(os.path.join(self.data, "postmaster.pid")) as f:
@@ -212,7 +226,7 @@ hosts:
         env.update({
             "FCM_SERVICE_ACCOUNT_FILE": account, "FCM_URL": f"https://127.0.0.1:{self.h2o_port}",
             "FCM_CA_FILE": self.cert,
-            "DATABASE_URL": self.url, "APNS_TEAM_ID": "BENCHTEAM1", "APNS_KEY_ID": "BENCHKEY01",
+            "DATABASE_URL": self.relay_url, "APNS_TEAM_ID": "BENCHTEAM1", "APNS_KEY_ID": "BENCHKEY01",
             "APNS_PRIVATE_KEY_FILE": key,
             "APNS_PRODUCTION_URL": f"https://127.0.0.1:{self.h2o_port}",
             "APNS_SANDBOX_URL": f"https://127.0.0.1:{self.h2o_port}",
