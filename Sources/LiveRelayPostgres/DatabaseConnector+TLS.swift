@@ -13,6 +13,13 @@ extension DatabaseConnector {
     ///   self-signed certificate (a managed service's, Debian's own) is reached as psql reaches it;
     /// - `verify-ca`: TLS, the certificate signed by `sslrootcert`'s CA or one the system trusts;
     /// - `verify-full`: the same, and the certificate names the host (or its address).
+    /// libpq's `sslmode` values.
+    enum SSLMode: String {
+        case disable, prefer, require
+        case verifyCA = "verify-ca"
+        case verifyFull = "verify-full"
+    }
+
     struct TLSSettings {
         var session: PostgresConnection.Configuration.TLS
         var pool: PostgresClient.Configuration.TLS
@@ -27,24 +34,22 @@ extension DatabaseConnector {
                     throw DatabaseURLError(problem: "has sslrootcert=\(rootFile), which is not a readable PEM file")
                 }
             }
-            let required: Bool
-            switch sslMode {
-            case "disable":
-                (session, pool, replication) = (.disable, .disable, .disable)
-                return
-            case "prefer", "require":
-                configuration.certificateVerification = rootFile == nil ? .none : .noHostnameVerification
-                required = sslMode == "require"
-            case "verify-ca":
-                configuration.certificateVerification = .noHostnameVerification
-                required = true
-            case "verify-full":
-                configuration.certificateVerification = .fullVerification
-                required = true
-            default:
+            guard let mode = SSLMode(rawValue: sslMode) else {
                 throw DatabaseURLError(problem: "has an unknown sslmode \(sslMode) "
                     + "(use disable, prefer, require, verify-ca or verify-full)")
             }
+            switch mode {
+            case .disable:
+                (session, pool, replication) = (.disable, .disable, .disable)
+                return
+            case .prefer, .require:
+                configuration.certificateVerification = rootFile == nil ? .none : .noHostnameVerification
+            case .verifyCA:
+                configuration.certificateVerification = .noHostnameVerification
+            case .verifyFull:
+                configuration.certificateVerification = .fullVerification
+            }
+            let required = mode != .prefer
             let context = try NIOSSLContext(configuration: configuration)
             // Certificates name hosts, not addresses (an address is checked against the certificate's IP entries).
             let serverName = (try? SocketAddress(ipAddress: host, port: 0)) == nil ? host : nil
