@@ -23,7 +23,7 @@ extension DatabaseConnector {
     struct TLSSettings {
         var session: PostgresConnection.Configuration.TLS
         var pool: PostgresClient.Configuration.TLS
-        var replication: ReplicationTLS
+        var replication: ReplicationTLS?
 
         init(sslMode: String, rootFile: String?, host: String) throws {
             var configuration = TLSConfiguration.makeClientConfiguration()
@@ -40,7 +40,7 @@ extension DatabaseConnector {
             }
             switch mode {
             case .disable:
-                (session, pool, replication) = (.disable, .disable, .disable)
+                (session, pool, replication) = (.disable, .disable, nil)
                 return
             case .prefer, .require:
                 configuration.certificateVerification = rootFile == nil ? .none : .noHostnameVerification
@@ -51,15 +51,11 @@ extension DatabaseConnector {
             }
             let required = mode != .prefer
             let context = try NIOSSLContext(configuration: configuration)
+            session = required ? .require(context) : .prefer(context)
+            pool = required ? .require(configuration) : .prefer(configuration)
             // Certificates name hosts, not addresses (an address is checked against the certificate's IP entries).
             let serverName = (try? SocketAddress(ipAddress: host, port: 0)) == nil ? host : nil
-            if required {
-                (session, pool) = (.require(context), .require(configuration))
-                replication = .require(context, serverName: serverName)
-            } else {
-                (session, pool) = (.prefer(context), .prefer(configuration))
-                replication = .prefer(context, serverName: serverName)
-            }
+            replication = ReplicationTLS(context: context, serverName: serverName, required: required)
         }
     }
 }

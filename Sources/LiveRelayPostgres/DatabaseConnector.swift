@@ -57,8 +57,8 @@ public struct DatabaseConnector: Sendable {
 
     /// A pool configuration for the HTTP routes.
     public let clientConfiguration: PostgresClient.Configuration
-    /// TLS for the replication connection (`WALWatcher`), as for every other.
-    public let replicationTLS: ReplicationTLS
+    /// TLS for the replication connection (`WALWatcher`), as for every other (nil: `sslmode=disable`).
+    public let replicationTLS: ReplicationTLS?
 
     /// Connects, or throws when the server does not answer within the deadline.
     /// - Parameter eventLoop: the loop the connection lives on (by default any of the shared group's).

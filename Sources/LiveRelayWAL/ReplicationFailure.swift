@@ -12,7 +12,7 @@ public enum ReplicationFailure: Error, Equatable, CustomStringConvertible {
 
     /// Whether trying again cannot help until the operator changes something: the login or the privilege was refused
     /// (SQLSTATE class 28, or 42501), the server asks for a way of logging in this connection does not offer, or it
-    /// has no TLS and `sslmode=require` asks for it.
+    /// has no TLS and `sslmode` (require or stricter) asks for it.
     public var isPermanent: Bool {
         switch self {
         case let .refused(_, code): code.hasPrefix("28") || code == "42501"
@@ -27,7 +27,7 @@ public enum ReplicationFailure: Error, Equatable, CustomStringConvertible {
         case let .unsupportedAuthentication(code):
             "PostgreSQL asked for an authentication method (\(code)) not supported here"
         case .cleartextPasswordWithoutTLS: "PostgreSQL asked for the password in clear text on a connection without TLS"
-        case .tlsRefused: "PostgreSQL does not accept TLS, which DATABASE_URL's sslmode=require asks for"
+        case .tlsRefused: "PostgreSQL does not accept TLS, which DATABASE_URL's sslmode (require or stricter) asks for"
         case .passwordRequired: "PostgreSQL asked for a password and DATABASE_URL has none"
         case let .unexpectedMessage(type, what):
             "PostgreSQL sent an unexpected '\(Character(Unicode.Scalar(type)))' message while \(what)"

@@ -12,11 +12,12 @@ public struct ReplicationEndpoint: Sendable {
     public var database: String?
     public var applicationName: String
     public var connectTimeout: Duration
-    public var tls: ReplicationTLS
+    /// nil: the connection stays in clear (`sslmode=disable`).
+    public var tls: ReplicationTLS?
 
     public init(host: String, port: Int, user: String, password: String?, database: String?,
                 applicationName: String = "liverelay-wal", connectTimeout: Duration = .seconds(5),
-                tls: ReplicationTLS = .disable) {
+                tls: ReplicationTLS? = nil) {
         self.host = host
         self.port = port
         self.user = user
@@ -59,11 +60,9 @@ public enum ReplicationStream {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(IdleStateHandler(readTimeout: .seconds(Int64(silenceLimit))))
                     var negotiated: EventLoopFuture<Bool>?
-                    if let tls = endpoint.tls.negotiation {
+                    if let tls = endpoint.tls {
                         let promise = channel.eventLoop.makePromise(of: Bool.self)
-                        try pipeline.addHandler(TLSNegotiator(
-                            context: tls.context, serverName: tls.serverName, required: tls.required,
-                            promise: promise))
+                        try pipeline.addHandler(TLSNegotiator(tls, promise: promise))
                         negotiated = promise.futureResult
                     }
                     try pipeline.addHandler(ByteToMessageHandler(BackendMessageDecoder()))

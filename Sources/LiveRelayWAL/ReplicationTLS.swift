@@ -1,22 +1,19 @@
 import NIOCore
 import NIOSSL
 
-/// Whether the replication connection asks for TLS, as `DATABASE_URL`'s `sslmode` says for every other connection.
-public enum ReplicationTLS: Sendable {
-    /// Never (`sslmode=disable`).
-    case disable
-    /// TLS when the server offers it, clear text when it does not (`sslmode=prefer`).
-    case prefer(NIOSSLContext, serverName: String?)
-    /// TLS or no connection (`sslmode=require`).
-    case require(NIOSSLContext, serverName: String?)
+/// TLS for the replication connection, as `DATABASE_URL`'s `sslmode` asks for every other connection (an endpoint
+/// without one never asks: `sslmode=disable`).
+public struct ReplicationTLS: Sendable {
+    public var context: NIOSSLContext
+    /// The name the certificate must carry; nil for an address (checked against the certificate's IP entries).
+    public var serverName: String?
+    /// TLS or no connection (`require` and stricter); false: in clear when the server has no TLS (`prefer`).
+    public var required: Bool
 
-    /// What the negotiation needs: nil when no TLS is asked for.
-    var negotiation: (context: NIOSSLContext, serverName: String?, required: Bool)? {
-        switch self {
-        case .disable: nil
-        case let .prefer(context, serverName): (context, serverName, false)
-        case let .require(context, serverName): (context, serverName, true)
-        }
+    public init(context: NIOSSLContext, serverName: String?, required: Bool) {
+        self.context = context
+        self.serverName = serverName
+        self.required = required
     }
 }
 
@@ -31,16 +28,12 @@ final class TLSNegotiator: ChannelInboundHandler, RemovableChannelHandler {
     /// SSLRequest's code: 1234 in the high 16 bits, 5679 in the low.
     static let requestCode: Int32 = 80_877_103
 
-    private let context: NIOSSLContext
-    private let serverName: String?
-    private let required: Bool
+    private let tls: ReplicationTLS
     private let promise: EventLoopPromise<Bool>
     private var answered = false
 
-    init(context: NIOSSLContext, serverName: String?, required: Bool, promise: EventLoopPromise<Bool>) {
-        self.context = context
-        self.serverName = serverName
-        self.required = required
+    init(_ tls: ReplicationTLS, promise: EventLoopPromise<Bool>) {
+        self.tls = tls
         self.promise = promise
     }
 
@@ -62,12 +55,12 @@ final class TLSNegotiator: ChannelInboundHandler, RemovableChannelHandler {
         // Anything after the answer came before the handshake, unencrypted: it cannot be trusted (CVE-2021-23222).
         guard bytes.readableBytes == 0 else { return fail(ReplicationFailure.brokenStream, context: context) }
         if answer == UInt8(ascii: "N") {
-            guard !required else { return fail(ReplicationFailure.tlsRefused, context: context) }
+            guard !tls.required else { return fail(ReplicationFailure.tlsRefused, context: context) }
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
             return promise.succeed(false)
         }
         do {
-            let tls = try NIOSSLClientHandler(context: self.context, serverHostname: serverName)
+            let tls = try NIOSSLClientHandler(context: tls.context, serverHostname: tls.serverName)
             try context.pipeline.syncOperations.addHandler(tls, position: .first)
         } catch {
             return fail(error, context: context)

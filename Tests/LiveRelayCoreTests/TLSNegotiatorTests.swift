@@ -12,8 +12,8 @@ struct TLSNegotiatorTests {
         let channel = EmbeddedChannel()
         let promise = channel.eventLoop.makePromise(of: Bool.self)
         let context = try NIOSSLContext(configuration: .makeClientConfiguration())
-        try channel.pipeline.syncOperations.addHandler(
-            TLSNegotiator(context: context, serverName: "db.example", required: required, promise: promise))
+        let tls = ReplicationTLS(context: context, serverName: "db.example", required: required)
+        try channel.pipeline.syncOperations.addHandler(TLSNegotiator(tls, promise: promise))
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 5432)).wait()
         return (channel, promise.futureResult)
     }

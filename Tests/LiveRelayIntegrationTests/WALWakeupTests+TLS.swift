@@ -6,9 +6,9 @@ import PostgresNIO
 import Testing
 
 extension WALWakeupTests {
-    /// A cluster that accepts nothing but TLS with a password (`hostssl … password` only, so a clear-text password and
-    /// a connection without TLS are both refused), shared by the tests that need one: its URL with `sslmode=`
-    /// left to each (its certificate, for 127.0.0.1, signed by the CA in `caFile`).
+    /// A cluster that accepts nothing but TLS with a password (only `hostssl` lines with `password`, so a
+    /// clear-text password and a connection without TLS are both refused), shared by the tests that need one: its URL
+    /// with `sslmode=` left to each (its certificate, for 127.0.0.1, signed by the CA in `caFile`).
     static let tlsCluster = Result { try tlsOnlyCluster() }
 
     static func tlsOnlyCluster() throws -> (url: String, caFile: String) {
