@@ -173,7 +173,10 @@ def summarize(results, ceiling, webhooks):
                          f"{b8['lost']} lost, {b8['requests'] - b8['received']} repeated requests; first "
                          f"{b8['first_event_ms']:.0f} ms after commit; CPU per event from the INSERT on: "
                          + ", ".join(f"{name} {seconds / max(b8['received'], 1) * 1e6:.0f} µs"
-                                     for name, seconds in b8["cpu_seconds"].items()))
+                                     for name, seconds in b8["cpu_seconds"].items())
+                         + "; upkeep meanwhile (share of 100 ms samples): "
+                         + (", ".join(f"{what} {share:.0%}" for what, share in b8.get("housekeeping", {}).items())
+                            or "none"))
     if "B9" in results:
         summarize_b9(results, summary, slim)
         wire_lines("B9", results, summary, slim)

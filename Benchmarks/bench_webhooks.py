@@ -2,6 +2,7 @@
 and logs the microsecond and the LiveRelay-Event-Id of every request; the relay's endpoint is registered by SQL,
 as an operator may. Used by bench.py, which also runs B1 and B5 with this endpoint registered (webhooks enabled)."""
 import os
+import threading
 import time
 
 from bench_stack import cpu_seconds, start_h2o
@@ -57,6 +58,38 @@ hosts:
         self.process.terminate()
 
 
+class Housekeeping:
+    """Samples, every 100 ms on its own connection, what PostgreSQL runs besides the relay and the writer:
+    autovacuum's workers (by table) and any VACUUM statement (the relay's QueueVacuum). A scenario's figure read
+    beside it says whether it paid for PostgreSQL's upkeep of the scenarios before it."""
+
+    def __init__(self, stack):
+        self.stack, self.samples, self.seen = stack, 0, {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        import psycopg
+        with psycopg.connect(self.stack.url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
+            while not self._stop.is_set():
+                rows = conn.execute(
+                    "SELECT backend_type, query FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND "
+                    "(backend_type = 'autovacuum worker' OR query ILIKE 'vacuum%%' OR query ILIKE 'analyze%%') "
+                    "AND state IS DISTINCT FROM 'idle'").fetchall()
+                self.samples += 1
+                for kind, query in rows:
+                    key = f"{'autovacuum' if kind == 'autovacuum worker' else 'statement'}: {query.strip()[:60]}"
+                    self.seen[key] = self.seen.get(key, 0) + 1
+                self._stop.wait(0.1)
+
+    def stop(self):
+        """{what ran: share of the samples it was seen in}."""
+        self._stop.set()
+        self._thread.join()
+        return {key: round(count / max(1, self.samples), 3) for key, count in sorted(self.seen.items())}
+
+
 def register_endpoint(stack, url):
     stack.sql("INSERT INTO webhook_endpoint (url, secret) VALUES (%s, %s)", (url, WEBHOOK_SECRET))
 
@@ -76,6 +109,7 @@ def bench_b8(stack, receiver, count):
     pids = [("relay", stack.relay.pid, False), ("postgres", stack.postmaster_pid(), True),
             ("receiver", receiver.process.pid, True)]
     cpu_before = {name: cpu_seconds(pid, children) for name, pid, children in pids}
+    upkeep = Housekeeping(stack)
     stack.sql("""
         INSERT INTO activity_registration (secret_hash, session_id, activity_token, bundle_id, content_state)
         SELECT encode(sha256('bench'), 'hex'), 'b8-' || i, md5('b8' || i) || md5(i::text), 'dev.liverelay.bench',
@@ -96,10 +130,11 @@ def bench_b8(stack, receiver, count):
             break
         time.sleep(0.1)
     cpu = {name: cpu_seconds(pid, children) - cpu_before[name] for name, pid, children in pids}
+    housekeeping = upkeep.stop()
     got = [arrived[e] for e in expected if e in arrived]
     seconds = (max(got) - committed) if got else float("nan")
     requests = len(receiver.received()) - before
     return {"events": len(expected), "received": len(got), "lost": len(expected) - len(got),
             "seconds_after_commit": seconds, "events_per_second": len(got) / seconds if got else 0.0,
-            "requests": requests, "cpu_seconds": cpu,
+            "requests": requests, "cpu_seconds": cpu, "housekeeping": housekeeping,
             "first_event_ms": (min(got) - committed) * 1000 if got else float("nan")}
