@@ -47,19 +47,34 @@ enum ConnectionFailure {
     }
 
     private static func reason(_ error: any Error) -> String {
-        if let error = error as? NIOSSLError { return tlsReason(error) }
+        if let tls = tlsReason(error) { return tls }
         if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
         if case .connectTimeout? = error as? ChannelError { return "no answer in time" }
         return String(describing: error)
     }
 
-    /// A TLS failure in words: NIOSSL's own description is BoringSSL's error stack.
-    static func tlsReason(_ error: NIOSSLError) -> String {
-        guard case let .handshakeFailed(stack) = error else { return "TLS failed (\(error))" }
-        if String(describing: stack).contains("CERTIFICATE_VERIFY_FAILED") {
+    /// A TLS failure in words, or nil for another error: NIOSSL's own description is BoringSSL's error stack.
+    static func tlsReason(_ error: any Error) -> String? {
+        let said: String
+        switch error {
+        case NIOSSLError.handshakeFailed(let stack): said = String(describing: stack)
+        // Under TLS 1.3 the server checks the client's certificate after the client's half of the handshake: its
+        // refusal comes as the first read's error.
+        case BoringSSLError.sslError(let stack): said = String(describing: stack)
+        case let error as NIOSSLError: return "TLS failed (\(error))"
+        default: return nil
+        }
+        if said.contains("CERTIFICATE_VERIFY_FAILED") {
             return "the server's TLS certificate was not accepted (not signed by a CA the relay trusts, or not for "
                 + "this host): name its CA's PEM file with sslrootcert= in DATABASE_URL"
         }
-        return "the TLS handshake failed (\(stack))"
+        // The server's alerts about the certificate the relay showed (BoringSSL's names for them; a decrypt error is
+        // a certificate whose signature does not verify with the server's CA of that name).
+        if ["ALERT_UNKNOWN_CA", "ALERT_BAD_CERTIFICATE", "ALERT_CERTIFICATE_UNKNOWN", "ALERT_CERTIFICATE_REQUIRED",
+            "ALERT_CERTIFICATE_EXPIRED", "ALERT_ACCESS_DENIED", "ALERT_DECRYPT_ERROR"].contains(where: said.contains) {
+            return "the server did not accept the relay's client certificate (sslcert=): it must be signed by a CA "
+                + "in the server's ssl_ca_file, and current"
+        }
+        return "TLS failed (\(said))"
     }
 }

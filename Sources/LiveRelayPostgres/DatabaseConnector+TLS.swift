@@ -6,13 +6,15 @@ import PostgresNIO
 
 extension DatabaseConnector {
     /// TLS for every connection the relay opens (its sessions, its pool, its replication connection), from
-    /// `DATABASE_URL`'s `sslmode` and `sslrootcert`, as libpq reads them:
+    /// `DATABASE_URL`'s `sslmode`, `sslrootcert`, `sslcert` and `sslkey`, as libpq reads them:
     /// - `disable`: none;
     /// - `prefer` (the default): TLS when the server offers it; `require`: TLS or no connection. Neither checks the
     ///   server's certificate unless `sslrootcert` names a CA (then it must sign it: `verify-ca`), so a server with a
     ///   self-signed certificate (a managed service's, Debian's own) is reached as psql reaches it;
     /// - `verify-ca`: TLS, the certificate signed by `sslrootcert`'s CA or one the system trusts;
     /// - `verify-full`: the same, and the certificate names the host (or its address).
+    /// `sslcert` and `sslkey` (PEM files, given together) are the relay's client certificate, for a server whose
+    /// `pg_hba.conf` says `cert` or `clientcert=verify-full`; unlike libpq's, no default file is looked for.
     /// libpq's `sslmode` values.
     enum SSLMode: String {
         case disable, prefer, require
@@ -25,8 +27,11 @@ extension DatabaseConnector {
         var pool: PostgresClient.Configuration.TLS
         var replication: ReplicationTLS?
 
-        init(sslMode: String, rootFile: String?, host: String) throws {
+        init(sslMode: String, rootFile: String?, client: ClientCertificateFiles? = nil, host: String) throws {
             var configuration = TLSConfiguration.makeClientConfiguration()
+            if let client {
+                (configuration.certificateChain, configuration.privateKey) = try client.load()
+            }
             if let rootFile {
                 do {
                     configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(rootFile))
@@ -50,12 +55,58 @@ extension DatabaseConnector {
                 configuration.certificateVerification = .fullVerification
             }
             let required = mode != .prefer
-            let context = try NIOSSLContext(configuration: configuration)
+            let context: NIOSSLContext
+            do {
+                context = try NIOSSLContext(configuration: configuration)
+            } catch NIOSSLError.failedToLoadPrivateKey where client != nil {
+                throw DatabaseURLError(problem: "has an sslkey= that is not the key of sslcert='s certificate")
+            }
             session = required ? .require(context) : .prefer(context)
             pool = required ? .require(configuration) : .prefer(configuration)
             // Certificates name hosts, not addresses (an address is checked against the certificate's IP entries).
             let serverName = (try? SocketAddress(ipAddress: host, port: 0)) == nil ? host : nil
             replication = ReplicationTLS(context: context, serverName: serverName, required: required)
+        }
+    }
+
+    /// `sslcert` and `sslkey`: the client certificate (its chain, leaf first) and its unencrypted private key.
+    struct ClientCertificateFiles {
+        var certificate: String
+        var key: String
+
+        /// Both or neither: libpq would look for the missing one in `~/.postgresql/`, which a relay in a container
+        /// has not got, so the URL names both.
+        init?(certificate: String?, key: String?) throws {
+            switch (certificate, key) {
+            case (nil, nil):
+                return nil
+            case let (certificate?, key?):
+                (self.certificate, self.key) = (certificate, key)
+            case (_?, nil):
+                throw DatabaseURLError(problem: "has sslcert= without sslkey= (name the client certificate's key file)")
+            case (nil, _?):
+                throw DatabaseURLError(problem: "has sslkey= without sslcert= (name the client certificate's file)")
+            }
+        }
+
+        func load() throws -> ([NIOSSLCertificateSource], NIOSSLPrivateKeySource) {
+            let chain: [NIOSSLCertificate]
+            do {
+                chain = try NIOSSLCertificate.fromPEMFile(certificate)
+            } catch {
+                throw DatabaseURLError(problem: "has sslcert=\(certificate), which is not a readable PEM file")
+            }
+            guard !chain.isEmpty else {
+                throw DatabaseURLError(problem: "has sslcert=\(certificate), which holds no certificate")
+            }
+            let privateKey: NIOSSLPrivateKey
+            do {
+                privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
+            } catch {
+                throw DatabaseURLError(problem: "has sslkey=\(key), which is not a readable PEM private key "
+                    + "without a passphrase")
+            }
+            return (chain.map { .certificate($0) }, .privateKey(privateKey))
         }
     }
 }

@@ -14,15 +14,17 @@ public struct DatabaseConnector: Sendable {
     private let ids = ConnectionIDs()
 
     /// - Parameters:
-    ///   - url: `postgres://user:password@host:port/database`, with libpq's `sslmode` and `sslrootcert`
-    ///     (`TLSSettings`).
+    ///   - url: `postgres://user:password@host:port/database`, with libpq's `sslmode`, `sslrootcert`, `sslcert` and
+    ///     `sslkey` (`TLSSettings`).
     ///   - applicationName: shown in `pg_stat_activity`.
     public init(url: String, applicationName: String = "liverelay", connectTimeout: Duration = .seconds(5)) throws {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
               let host = components.host, !host.isEmpty
         else { throw DatabaseURLError(problem: "is not a postgres:// URL with a host") }
         let query = { (name: String) in components.queryItems?.first(where: { $0.name == name })?.value }
-        let tls = try TLSSettings(sslMode: query("sslmode") ?? "prefer", rootFile: query("sslrootcert"), host: host)
+        let tls = try TLSSettings(
+            sslMode: query("sslmode") ?? "prefer", rootFile: query("sslrootcert"),
+            client: ClientCertificateFiles(certificate: query("sslcert"), key: query("sslkey")), host: host)
         replicationTLS = tls.replication
         var database = components.path
         if database.hasPrefix("/") { database.removeFirst() }
@@ -218,9 +220,7 @@ public func safeDescription(_ error: any Error) -> String {
         let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
         return "PostgreSQL: \(message)\(state)"
     }
-    if let error = error as? NIOSSLError {
-        return "cannot connect to PostgreSQL: " + ConnectionFailure.tlsReason(error)
-    }
+    if let tls = ConnectionFailure.tlsReason(error) { return "cannot connect to PostgreSQL: " + tls }
     if let error = error as? PostgresTransactionError {
         return "transaction failed: " + [error.beginError, error.closureError, error.commitError, error.rollbackError]
             .compactMap { $0.map(safeDescription) }.joined(separator: "; ")

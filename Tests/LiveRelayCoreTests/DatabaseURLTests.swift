@@ -37,4 +37,30 @@ struct DatabaseURLTests {
         #expect(address != nil && address?.serverName == nil)
         #expect(try DatabaseConnector(url: "postgres://u@db/app?sslmode=disable").replicationTLS == nil)
     }
+
+    @Test("a client certificate: sslcert and sslkey go together, are read at start-up, and must be a pair")
+    func clientCertificate() throws {
+        let folder = NSTemporaryDirectory() + "liverelay-db-client-\(UUID().uuidString)/"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let authority = try SimulatorCertificate.generate()
+        let client = try authority.clientCertificate(user: "relay")
+        let other = try authority.clientCertificate(user: "relay")
+        for (name, pem) in [("c.pem", client.certificatePEM), ("k.pem", client.keyPEM), ("o.pem", other.keyPEM)] {
+            try Data(pem.utf8).write(to: URL(fileURLWithPath: folder + name))
+        }
+        let base = "postgres://relay@db/app?sslmode=verify-full"
+        #expect(try DatabaseConnector(url: "\(base)&sslcert=\(folder)c.pem&sslkey=\(folder)k.pem")
+            .replicationTLS?.required == true)
+        #expect(Self.problem("\(base)&sslcert=\(folder)c.pem")
+            == "DATABASE_URL has sslcert= without sslkey= (name the client certificate's key file)")
+        #expect(Self.problem("\(base)&sslkey=\(folder)k.pem")
+            == "DATABASE_URL has sslkey= without sslcert= (name the client certificate's file)")
+        #expect(Self.problem("\(base)&sslcert=\(folder)none.pem&sslkey=\(folder)k.pem")
+            == "DATABASE_URL has sslcert=\(folder)none.pem, which is not a readable PEM file")
+        #expect(Self.problem("\(base)&sslcert=\(folder)c.pem&sslkey=\(folder)c.pem")
+            == "DATABASE_URL has sslkey=\(folder)c.pem, which is not a readable PEM private key without a passphrase")
+        #expect(Self.problem("\(base)&sslcert=\(folder)c.pem&sslkey=\(folder)o.pem")
+            == "DATABASE_URL has an sslkey= that is not the key of sslcert='s certificate")
+    }
 }
