@@ -178,7 +178,10 @@ public struct RelayServer: Sendable {
         let sweeper = ActivitySweeper(
             connector: connector, maximumAgeSeconds: configuration.delivery.activityMaxAgeSeconds, logger: logger)
         let vacuum = QueueVacuum(connector: connector, logger: logger)
-        let hub = BroadcastHub(connector: connector, listener: listener, logger: logger)
+        // The hub on the other loop than the listener's: its reads run beside worker 0's claims and pushes, not
+        // in front of them.
+        let hub = BroadcastHub(connector: connector, listener: listener, logger: logger,
+                               eventLoop: loops[1 % loops.count])
         // Which apps are open, shared with the cluster (not tracked when the policy is off).
         let presence = configuration.delivery.foregroundPolicy == .off
             ? nil : PresenceTracker(connector: connector, logger: logger)

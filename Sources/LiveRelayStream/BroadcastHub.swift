@@ -2,6 +2,7 @@ import Foundation
 import LiveRelayCore
 import LiveRelayPostgres
 import Logging
+import NIOCore
 import PostgresNIO
 import ServiceLifecycle
 import Synchronization
@@ -47,6 +48,11 @@ public final class BroadcastHub: Service, Sendable {
     let logger: Logger
     private let state = Mutex(State())
     private let doorbell: Doorbell
+    /// Rung when the hub must read now although nobody is subscribed: a catch-up, a first subscriber, shutdown.
+    /// While idle the hub waits on this one alone, so the wake-ups it lets pass cost no thread a wake-up.
+    private let attention: Doorbell
+    /// Where its connection lives and its task runs (nil: any loop).
+    private let eventLoop: (any EventLoop)?
     let retention: Duration
     /// How long the hub lets the rings that follow a first one gather before it reads, while it has subscribers. One
     /// write rings the hub up to three times within a millisecond or so (its writer's wake-up, the end of the batch
@@ -60,9 +66,12 @@ public final class BroadcastHub: Service, Sendable {
     /// The most events one read of the log takes.
     static let readLimit = 2000
 
+    /// - Parameter eventLoop: where its connection lives, its task runs and its doorbells keep their timers, so
+    ///   that a read, its deadline and its wait are handled on one thread (by default any loop, and the timers on
+    ///   another, which made every wait and every ring a wake-up of a second thread).
     public init(connector: DatabaseConnector, listener: WakeupListener, logger: Logger,
                 retention: Duration = .seconds(24 * 3600), gatherWindow: Duration = .milliseconds(2),
-                pollInterval: Duration = .seconds(1)) {
+                pollInterval: Duration = .seconds(1), eventLoop: (any EventLoop)? = nil) {
         self.connector = connector
         self.listener = listener
         self.logger = logger
@@ -71,18 +80,22 @@ public final class BroadcastHub: Service, Sendable {
         self.pollInterval = pollInterval
         // Rung on every wake-up, but not part of the wake-up gate: it reads what the workers' batches and the gate's
         // re-scans ring it for, and never keeps writers from waking the workers.
-        doorbell = listener.register().doorbell
+        doorbell = listener.register(loop: eventLoop).doorbell
+        attention = eventLoop.map { Doorbell(timers: $0) } ?? Doorbell()
+        self.eventLoop = eventLoop
     }
 
     /// Subscribes `sink` to channels; returns the subscription's id and the last sequence the hub had delivered when
     /// it subscribed (events after it go to the sink; earlier ones can be read from the log).
     public func subscribe(channels: Set<String>, sink: any StreamSink) -> (id: UUID, cursor: Int64) {
         let id = UUID()
-        let cursor = state.withLock { state in
+        let (cursor, first) = state.withLock { state in
             state.subscribers[id] = Subscriber(channels: channels, sink: sink)
             for channel in channels { state.byChannel[channel, default: []].insert(id) }
-            return state.order.cursor
+            return (state.order.cursor, state.subscribers.count == 1)
         }
+        // The hub reads at every wake-up from now on, not every 100 ms.
+        if first { attention.ring() }
         return (id, cursor)
     }
 
@@ -114,6 +127,7 @@ public final class BroadcastHub: Service, Sendable {
         }
         guard waits else { return }
         doorbell.ring()
+        attention.ring()
         await bell.wait(timeout: timeout)
     }
 
@@ -133,15 +147,18 @@ public final class BroadcastHub: Service, Sendable {
         var lastHeartbeat = ContinuousClock.now
         var lastPrune = ContinuousClock.now - .seconds(3600)
         await withGracefulShutdownHandler {
-            await connector.runReconnecting(
-                role: "broadcast hub", logger: logger,
-                shouldStop: { Task.isCancelled || Task.isShuttingDownGracefully }
-            ) { connection in
-                try await follow(on: connection, lastHeartbeat: &lastHeartbeat, lastPrune: &lastPrune)
+            await EventLoopExecutor.run(on: eventLoop) {
+                await connector.runReconnecting(
+                    role: "broadcast hub", logger: logger, on: eventLoop,
+                    shouldStop: { Task.isCancelled || Task.isShuttingDownGracefully }
+                ) { connection in
+                    try await follow(on: connection, lastHeartbeat: &lastHeartbeat, lastPrune: &lastPrune)
+                }
             }
         } onGracefulShutdown: {
             // Stop now rather than at the end of the current wait (up to a second).
             self.doorbell.ring()
+            self.attention.ring()
         }
         let subscribers = state.withLock { state in
             defer {
@@ -195,8 +212,9 @@ public final class BroadcastHub: Service, Sendable {
                 await doorbell.wait(timeout: pollInterval)
                 // With no subscriber (and no one catching up), the wake-ups that come within 100 ms of the last read
                 // are let pass: it reads at most every 100 ms. (Not once a second: a second's events, ~600 in B1, read
-                // at once held up the pushes beside them, and B1's worst writes came at that period.)
-                await letRingsPass(until: waited + .milliseconds(100), while: { isIdle })
+                // at once held up the pushes beside them, and B1's worst writes came at that period.) They are kept
+                // by the doorbell meanwhile, unheard: only `attention` ends the wait early.
+                if isIdle { await attention.wait(timeout: waited + .milliseconds(100) - .now) }
                 // With subscribers, the rings that follow the first one gather for one read (`gatherWindow`).
                 if state.withLock({ !$0.subscribers.isEmpty }) {
                     await letRingsPass(until: .now + gatherWindow)
@@ -220,9 +238,9 @@ public final class BroadcastHub: Service, Sendable {
     /// Reads of the log begun so far.
     var readsBegun: Int { state.withLock { $0.readsBegun } }
 
-    /// Absorbs the rings that come until `until`, for as long as `condition` holds, so that one read serves them.
-    private func letRingsPass(until: ContinuousClock.Instant, while condition: () -> Bool = { true }) async {
-        while condition() && ContinuousClock.now < until && !Task.isCancelled && !Task.isShuttingDownGracefully {
+    /// Absorbs the rings that come until `until`, so that one read serves them.
+    private func letRingsPass(until: ContinuousClock.Instant) async {
+        while ContinuousClock.now < until && !Task.isCancelled && !Task.isShuttingDownGracefully {
             await doorbell.wait(timeout: until - .now)
         }
     }
