@@ -302,12 +302,6 @@ public final class BroadcastHub: Service, Sendable {
         for subscriber in state.withLock({ Array($0.subscribers.values) }) { _ = subscriber.sink.send(.heartbeat) }
     }
 
-    private func prune(on connection: PostgresConnection) async throws {
-        let seconds = retention.components.seconds
-        try await connection.query(
-            "SELECT liverelay_prune_broadcast_log(make_interval(secs => \(Double(seconds))))", logger: logger)
-    }
-
     /// The channel name that follows every channel (the dashboard's, for the admin).
     public static let everyChannel = "*"
 }
