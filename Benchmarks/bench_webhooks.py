@@ -79,7 +79,8 @@ class Housekeeping:
                     "AND state IS DISTINCT FROM 'idle'").fetchall()
                 self.samples += 1
                 for kind, query in rows:
-                    key = f"{'autovacuum' if kind == 'autovacuum worker' else 'statement'}: {query.strip()[:60]}"
+                    # An autovacuum worker's query says so itself ("autovacuum: VACUUM public.t").
+                    key = query.strip()[:60] if kind == "autovacuum worker" else f"statement: {query.strip()[:60]}"
                     self.seen[key] = self.seen.get(key, 0) + 1
                 self._stop.wait(0.1)
 
