@@ -68,7 +68,7 @@ public final class BroadcastHub: Service, Sendable {
 
     /// - Parameter eventLoop: where its connection lives, its task runs and its doorbells keep their timers, so
     ///   that a read, its deadline and its wait are handled on one thread (by default any loop, and the timers on
-    ///   another, which made every wait and every ring a wake-up of a second thread).
+    ///   another, which could make every wait and every ring a wake-up of a second thread).
     public init(connector: DatabaseConnector, listener: WakeupListener, logger: Logger,
                 retention: Duration = .seconds(24 * 3600), gatherWindow: Duration = .milliseconds(2),
                 pollInterval: Duration = .seconds(1), eventLoop: (any EventLoop)? = nil) {
