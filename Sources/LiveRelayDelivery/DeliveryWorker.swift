@@ -163,7 +163,7 @@ public final class DeliveryWorker: Service, Sendable {
     static func pause(after followUp: WALFollowUp, poll: Duration) -> Duration? {
         switch followUp {
         case .now: nil
-        case let .soon(look): .milliseconds(2 * [1, 3, 9][min(look, 2)])
+        case let .soon(look): .milliseconds(2 * [1, 3, 9, 27, 81][min(look, 4)])
         case .wait: poll
         }
     }

@@ -30,9 +30,11 @@ struct WakeupGate: Sendable {
     /// The log showed an outbox commit while every worker was busy: the next worker to finish claims again.
     private var missedWALWake = false
 
-    /// How many times a worker rung for a commit looks again for it (2, 6, 18 ms after its claims: a writer's backend
-    /// can be kept off the CPU for milliseconds between its commit's flush and the moment others see it).
-    static let lateLooks = 3
+    /// How many times a worker rung for a commit looks again for it (2, 6, 18, 54, 162 ms after its claims: a writer's
+    /// backend can be kept off the CPU between its commit's flush and the moment others see it, for milliseconds, and
+    /// on a loaded machine for tens of them: with three looks within 26 ms, a write made while the test suite loaded
+    /// both cores waited for the poll).
+    static let lateLooks = 5
 
     /// At most this many named rows wait (the names are only a hint: the general claim finds every row).
     static let notifiedRowsKept = 1_000
@@ -125,7 +127,7 @@ struct WakeupGate: Sendable {
 
     /// The follow-up of `worker`'s batch (`claimed`: whether its claim found rows); nil while the log is not read.
     mutating func walFollowUp(_ worker: Consumer, claimed: Bool, at now: ContinuousClock.Instant,
-                              window: Duration = .milliseconds(50)) -> WALFollowUp? {
+                              window: Duration = .milliseconds(500)) -> WALFollowUp? {
         guard watchesWAL else { return nil }
         if missedWALWake {
             missedWALWake = false

@@ -35,12 +35,14 @@ struct WakeupGateWALTests {
         #expect(second == [0, 2] && gate.busy == [1, 2])
     }
 
-    @Test("a worker whose claim missed the commit it was rung for looks again three times, shortly, then waits idle")
+    @Test("a worker whose claim missed the commit it was rung for looks again five times, shortly, then waits idle")
     func lateCommit() {
         var gate = Self.gate()
         _ = gate.walCommitted(outbox: true, at: Self.at)
-        let looks = (1...4).map { gate.walFollowUp(1, claimed: false, at: Self.at + .milliseconds($0)) }
-        #expect(looks == [.soon(0), .soon(1), .soon(2), .wait], "three looks again, then idle")
+        let looks = [2, 8, 26, 80, 242, 300].map {
+            gate.walFollowUp(1, claimed: false, at: Self.at + .milliseconds($0))
+        }
+        #expect(looks == [.soon(0), .soon(1), .soon(2), .soon(3), .soon(4), .wait], "five looks again, then idle")
         #expect(gate.busy.isEmpty, "idle in the same step")
         // A claim that found rows, or a follow-up long after the commit, waits at once.
         _ = gate.walCommitted(outbox: true, at: Self.at)
