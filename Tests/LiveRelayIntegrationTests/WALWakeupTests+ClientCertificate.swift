@@ -22,23 +22,9 @@ extension WALWakeupTests {
         let postgres = try TestCluster.make(name: "certs")
         try postgres.createDatabase("certs")
         let authority = try SimulatorCertificate.generate()
-        let folder = postgres.dataDirectory
-        let files: [(String, String)] = [
-            ("server.crt", authority.leafPEM), ("server.key", authority.leafKeyPEM), ("root.crt", authority.caPEM),
-        ]
-        for (name, pem) in files { try Data(pem.utf8).write(to: URL(fileURLWithPath: "\(folder)/\(name)")) }
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: folder + "/server.key")
-        try Data("""
-            hostssl all all 127.0.0.1/32 cert
-            hostssl replication all 127.0.0.1/32 cert
-
-            """.utf8).write(to: URL(fileURLWithPath: folder + "/pg_hba.conf"))
-        let settings = try FileHandle(forWritingTo: URL(fileURLWithPath: folder + "/postgresql.conf"))
-        settings.seekToEndOfFile()
-        settings.write(Data("ssl = on\nssl_ca_file = 'root.crt'\n".utf8))
-        try settings.close()
-        try postgres.handOverToServerUser(folder)
-        try postgres.restart()
+        // The CA that signs the server's certificate is the one clients' certificates must come from.
+        try Data(authority.caPEM.utf8).write(to: URL(fileURLWithPath: postgres.dataDirectory + "/root.crt"))
+        try serveOnlyTLS(postgres, certificate: authority, login: "cert", settings: "ssl_ca_file = 'root.crt'\n")
         let prefix = TestCluster.base + "/client-\(UUID().uuidString.prefix(8))"
         let client = try authority.clientCertificate(user: "postgres")
         let stranger = try SimulatorCertificate.generate(authority: "Another CA").clientCertificate(user: "postgres")

@@ -20,24 +20,31 @@ extension WALWakeupTests {
             "ALTER ROLE postgres PASSWORD '\(password)'",
         ])
         let certificate = try SimulatorCertificate.generate()
+        try serveOnlyTLS(postgres, certificate: certificate, login: "password")
+        let caFile = TestCluster.base + "/tls-ca-\(UUID().uuidString.prefix(8)).pem"
+        try Data(certificate.caPEM.utf8).write(to: URL(fileURLWithPath: caFile))
+        return ("postgres://postgres:\(password)@127.0.0.1:\(postgres.port)/tls?sslmode=", caFile)
+    }
+
+    /// Restarts `postgres` serving `certificate`'s leaf, accepting only `hostssl` lines (sessions and replication)
+    /// with the `login` method; `settings` are added to postgresql.conf after `ssl = on`.
+    static func serveOnlyTLS(_ postgres: LocalPostgres, certificate: SimulatorCertificate, login: String,
+                             settings: String = "") throws {
         let folder = postgres.dataDirectory
         try Data(certificate.leafPEM.utf8).write(to: URL(fileURLWithPath: folder + "/server.crt"))
         try Data(certificate.leafKeyPEM.utf8).write(to: URL(fileURLWithPath: folder + "/server.key"))
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: folder + "/server.key")
         try Data("""
-            hostssl all all 127.0.0.1/32 password
-            hostssl replication all 127.0.0.1/32 password
+            hostssl all all 127.0.0.1/32 \(login)
+            hostssl replication all 127.0.0.1/32 \(login)
 
             """.utf8).write(to: URL(fileURLWithPath: folder + "/pg_hba.conf"))
-        let settings = try FileHandle(forWritingTo: URL(fileURLWithPath: folder + "/postgresql.conf"))
-        settings.seekToEndOfFile()
-        settings.write(Data("ssl = on\n".utf8))
-        try settings.close()
+        let file = try FileHandle(forWritingTo: URL(fileURLWithPath: folder + "/postgresql.conf"))
+        file.seekToEndOfFile()
+        file.write(Data("ssl = on\n\(settings)".utf8))
+        try file.close()
         try postgres.handOverToServerUser(folder)
         try postgres.restart()
-        let caFile = TestCluster.base + "/tls-ca-\(UUID().uuidString.prefix(8)).pem"
-        try Data(certificate.caPEM.utf8).write(to: URL(fileURLWithPath: caFile))
-        return ("postgres://postgres:\(password)@127.0.0.1:\(postgres.port)/tls?sslmode=", caFile)
     }
 
     @Test("""
