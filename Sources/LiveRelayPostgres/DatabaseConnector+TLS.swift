@@ -15,6 +15,7 @@ extension DatabaseConnector {
     /// - `verify-full`: the same, and the certificate names the host (or its address).
     /// `sslcert` and `sslkey` (PEM files, given together) are the relay's client certificate, for a server whose
     /// `pg_hba.conf` says `cert` or `clientcert=verify-full`; unlike libpq's, no default file is looked for.
+    /// `sslpassword` is the passphrase of an encrypted `sslkey` (ignored for a key that is not encrypted, as libpq).
     /// libpq's `sslmode` values.
     enum SSLMode: String {
         case disable, prefer, require
@@ -69,16 +70,23 @@ extension DatabaseConnector {
         }
     }
 
-    /// `sslcert` and `sslkey`: the client certificate (its chain, leaf first) and its unencrypted private key.
+    /// `sslcert`, `sslkey` and `sslpassword`: the client certificate (its chain, leaf first), its private key and
+    /// the key's passphrase when the key is encrypted.
     struct ClientCertificateFiles {
         var certificate: String
         var key: String
+        var passphrase: String?
 
         /// Both or neither: libpq would look for the missing one in `~/.postgresql/`, which a relay in a container
         /// has not got, so the URL names both.
-        init?(certificate: String?, key: String?) throws {
+        init?(certificate: String?, key: String?, passphrase: String? = nil) throws {
+            self.passphrase = passphrase
             switch (certificate, key) {
             case (nil, nil):
+                guard passphrase == nil else {
+                    throw DatabaseURLError(problem: "has sslpassword= without sslcert= and sslkey= (it is the "
+                        + "passphrase of sslkey='s file)")
+                }
                 return nil
             case let (certificate?, key?):
                 (self.certificate, self.key) = (certificate, key)
@@ -99,14 +107,36 @@ extension DatabaseConnector {
             guard !chain.isEmpty else {
                 throw DatabaseURLError(problem: "has sslcert=\(certificate), which holds no certificate")
             }
-            let privateKey: NIOSSLPrivateKey
-            do {
-                privateKey = try NIOSSLPrivateKey(file: key, format: .pem)
-            } catch {
-                throw DatabaseURLError(problem: "has sslkey=\(key), which is not a readable PEM private key "
-                    + "without a passphrase")
+            return (chain.map { .certificate($0) }, .privateKey(try loadKey()))
+        }
+
+        /// The key, decrypted with `passphrase` when its PEM says it is encrypted (PKCS #8's `ENCRYPTED PRIVATE KEY`,
+        /// or OpenSSL's older `Proc-Type: 4,ENCRYPTED`).
+        private func loadKey() throws -> NIOSSLPrivateKey {
+            guard let pem = FileManager.default.contents(atPath: key).flatMap({ String(data: $0, encoding: .utf8) })
+            else {
+                throw DatabaseURLError(problem: "has sslkey=\(key), which is not a readable PEM private key")
             }
-            return (chain.map { .certificate($0) }, .privateKey(privateKey))
+            let encrypted = ["-----BEGIN ENCRYPTED PRIVATE KEY-----", "Proc-Type: 4,ENCRYPTED"].contains {
+                pem.contains($0)
+            }
+            guard encrypted else {
+                guard let loaded = try? NIOSSLPrivateKey(bytes: Array(pem.utf8), format: .pem) else {
+                    throw DatabaseURLError(problem: "has sslkey=\(key), which is not a readable PEM private key")
+                }
+                return loaded
+            }
+            guard let passphrase else {
+                throw DatabaseURLError(problem: "has sslkey=\(key), which is encrypted: give its passphrase as "
+                    + "sslpassword=")
+            }
+            do {
+                return try NIOSSLPrivateKey(bytes: Array(pem.utf8), format: .pem) { (setter: ([UInt8]) -> Void) in
+                    setter(Array(passphrase.utf8))
+                }
+            } catch {
+                throw DatabaseURLError(problem: "has sslkey=\(key), which sslpassword= does not decrypt")
+            }
         }
     }
 }

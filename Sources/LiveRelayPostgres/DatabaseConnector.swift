@@ -14,8 +14,8 @@ public struct DatabaseConnector: Sendable {
     private let ids = ConnectionIDs()
 
     /// - Parameters:
-    ///   - url: `postgres://user:password@host:port/database`, with libpq's `sslmode`, `sslrootcert`, `sslcert` and
-    ///     `sslkey` (`TLSSettings`).
+    ///   - url: `postgres://user:password@host:port/database`, with libpq's `sslmode`, `sslrootcert`, `sslcert`,
+    ///     `sslkey` and `sslpassword` (`TLSSettings`).
     ///   - applicationName: shown in `pg_stat_activity`.
     public init(url: String, applicationName: String = "liverelay", connectTimeout: Duration = .seconds(5)) throws {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
@@ -24,7 +24,9 @@ public struct DatabaseConnector: Sendable {
         let query = { (name: String) in components.queryItems?.first(where: { $0.name == name })?.value }
         let tls = try TLSSettings(
             sslMode: query("sslmode") ?? "prefer", rootFile: query("sslrootcert"),
-            client: ClientCertificateFiles(certificate: query("sslcert"), key: query("sslkey")), host: host)
+            client: ClientCertificateFiles(certificate: query("sslcert"), key: query("sslkey"),
+                                           passphrase: query("sslpassword")),
+            host: host)
         replicationTLS = tls.replication
         var database = components.path
         if database.hasPrefix("/") { database.removeFirst() }

@@ -59,8 +59,44 @@ struct DatabaseURLTests {
         #expect(Self.problem("\(base)&sslcert=\(folder)none.pem&sslkey=\(folder)k.pem")
             == "DATABASE_URL has sslcert=\(folder)none.pem, which is not a readable PEM file")
         #expect(Self.problem("\(base)&sslcert=\(folder)c.pem&sslkey=\(folder)c.pem")
-            == "DATABASE_URL has sslkey=\(folder)c.pem, which is not a readable PEM private key without a passphrase")
+            == "DATABASE_URL has sslkey=\(folder)c.pem, which is not a readable PEM private key")
         #expect(Self.problem("\(base)&sslcert=\(folder)c.pem&sslkey=\(folder)o.pem")
             == "DATABASE_URL has an sslkey= that is not the key of sslcert='s certificate")
+    }
+
+    @Test("""
+        an encrypted sslkey (PKCS #8's, and OpenSSL's older format) is read with sslpassword; without it, or with \
+        another passphrase, the refusal says so and never repeats the passphrase
+        """)
+    func encryptedKey() throws {
+        let folder = NSTemporaryDirectory() + "liverelay-db-key-\(UUID().uuidString)/"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let client = try SimulatorCertificate.generate().clientCertificate(user: "relay")
+        try Data(client.certificatePEM.utf8).write(to: URL(fileURLWithPath: folder + "c.pem"))
+        try Data(client.keyPEM.utf8).write(to: URL(fileURLWithPath: folder + "k.pem"))
+        // A passphrase with characters a URL must escape (%2F is "/", %26 "&", %20 " ").
+        let passphrase = "s3cret/& word"
+        let escaped = "s3cret%2F%26%20word"
+        for (name, encryption) in [("p8.pem", SimulatorCertificate.KeyEncryption.pkcs8),
+                                   ("old.pem", .openSSLTraditional)] {
+            let pem = try SimulatorCertificate.encrypt(keyPEM: client.keyPEM, passphrase: passphrase, as: encryption)
+            try Data(pem.utf8).write(to: URL(fileURLWithPath: folder + name))
+        }
+        #expect(try String(contentsOfFile: folder + "p8.pem", encoding: .utf8).contains("BEGIN ENCRYPTED PRIVATE KEY"))
+        #expect(try String(contentsOfFile: folder + "old.pem", encoding: .utf8).contains("Proc-Type: 4,ENCRYPTED"))
+        let base = "postgres://relay@db/app?sslmode=require&sslcert=\(folder)c.pem"
+        for key in ["p8.pem", "old.pem"] {
+            let url = "\(base)&sslkey=\(folder)\(key)"
+            #expect(try DatabaseConnector(url: url + "&sslpassword=" + escaped).replicationTLS?.required == true)
+            #expect(Self.problem(url)
+                == "DATABASE_URL has sslkey=\(folder)\(key), which is encrypted: give its passphrase as sslpassword=")
+            let wrong = Self.problem(url + "&sslpassword=not-it")
+            #expect(wrong == "DATABASE_URL has sslkey=\(folder)\(key), which sslpassword= does not decrypt")
+        }
+        // A key that is not encrypted ignores sslpassword, as libpq does; a passphrase with no key is a mistake.
+        #expect(Self.problem("\(base)&sslkey=\(folder)k.pem&sslpassword=unused") == nil)
+        #expect(Self.problem("postgres://relay@db/app?sslmode=require&sslpassword=" + escaped)
+            == "DATABASE_URL has sslpassword= without sslcert= and sslkey= (it is the passphrase of sslkey='s file)")
     }
 }

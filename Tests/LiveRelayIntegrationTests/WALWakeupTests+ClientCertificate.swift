@@ -14,6 +14,9 @@ extension WALWakeupTests {
         var url: String
         var certificate: String
         var key: String
+        /// The same key encrypted (PKCS #8) with `passphrase`.
+        var encryptedKey: String
+        static let passphrase = "relay-key-passphrase"
         /// Certificates for `postgres` the server must refuse: from another CA, and from another CA of its CA's name.
         var strangers: [(certificate: String, key: String)]
     }
@@ -31,6 +34,8 @@ extension WALWakeupTests {
         let impostor = try SimulatorCertificate.generate().clientCertificate(user: "postgres")
         let written: [(String, String)] = [
             ("ca.pem", authority.caPEM), ("cert.pem", client.certificatePEM), ("key.pem", client.keyPEM),
+            ("encrypted-key.pem", try SimulatorCertificate.encrypt(
+                keyPEM: client.keyPEM, passphrase: CertificateCluster.passphrase, as: .pkcs8)),
             ("stranger-cert.pem", stranger.certificatePEM), ("stranger-key.pem", stranger.keyPEM),
             ("impostor-cert.pem", impostor.certificatePEM), ("impostor-key.pem", impostor.keyPEM),
         ]
@@ -38,7 +43,7 @@ extension WALWakeupTests {
         return CertificateCluster(
             url: "postgres://postgres@127.0.0.1:\(postgres.port)/certs"
                 + "?sslmode=verify-full&sslrootcert=\(prefix)-ca.pem",
-            certificate: prefix + "-cert.pem", key: prefix + "-key.pem",
+            certificate: prefix + "-cert.pem", key: prefix + "-key.pem", encryptedKey: prefix + "-encrypted-key.pem",
             strangers: ["stranger", "impostor"].map { (prefix + "-\($0)-cert.pem", prefix + "-\($0)-key.pem") })
     }
 
@@ -73,7 +78,8 @@ extension WALWakeupTests {
 
     @Test("""
         a server that asks for a client certificate: without one, or with one from a CA it does not trust, the \
-        refusal says what PostgreSQL wants
+        refusal says what PostgreSQL wants; its own certificate logs in, with its key in clear or encrypted \
+        (sslpassword)
         """)
     func clientCertificateRefusals() async throws {
         let cluster = try await Blocking.run { try Self.certificateCluster.get() }
@@ -95,5 +101,8 @@ extension WALWakeupTests {
                     "\(refused)")
         }
         #expect(await refusal("\(cluster.url)&sslcert=\(cluster.certificate)&sslkey=\(cluster.key)") == "connected")
+        // The key encrypted, with its passphrase (sslpassword=).
+        #expect(await refusal("\(cluster.url)&sslcert=\(cluster.certificate)&sslkey=\(cluster.encryptedKey)"
+                              + "&sslpassword=\(CertificateCluster.passphrase)") == "connected")
     }
 }
