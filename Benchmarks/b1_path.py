@@ -1,11 +1,11 @@
 """Where B1's time goes, read from the wire: a packet capture on the loopback interface taken while B1 runs
 (BENCH_PATH=1, also for B9; needs tcpdump; the script installs it from Debian when it is missing and it may).
 
-For every wake-up notification PostgreSQL sends the relay, the capture gives four instants: the notification, the
-relay's claim (its next message to PostgreSQL on another connection), PostgreSQL's answer to that claim, and the next
-request the relay writes to the push endpoint. Printed as percentiles of the three segments between them, so a change
-can be judged by the segment it was meant to shorten. The commit itself costs ~0: PostgreSQL sends the notification
-when the writer's commit is done, before the writer reads its answer.
+For every claim that followed a wake-up (a writer's NOTIFY, or the write-ahead log's bytes on the relay's replication
+connection), the capture gives four instants: the wake-up, the relay's claim (on another connection), PostgreSQL's
+answer to that claim, and the next request the relay writes to the push endpoint. Printed as percentiles of the three
+segments between them, so a change can be judged by the segment it was meant to shorten. The commit itself costs ~0: PostgreSQL sends the notification
+(or the walsender the log's bytes) when the writer's commit is flushed, before the writer reads its answer.
 """
 import os
 import shutil
@@ -51,26 +51,42 @@ def packets(path):
                 out.append((seconds + micros / 1e6, source, destination, payload))
 
 
-def segments(path, pg_port, push_port, window=400):
-    """Milliseconds per wake-up: notification → claim sent, claim → answer, answer → push written."""
+def is_wakeup(payload):
+    """A packet that wakes the relay: a writer's NOTIFY on `liverelay_wake` (NotificationResponse), or the write-ahead
+    log's bytes (CopyData carrying XLogData) on its replication connection."""
+    notification = payload[:1] == b"A" and b"liverelay_wake" in payload[:64]
+    return notification or (payload[:1] == b"d" and payload[5:6] == b"w")
+
+
+def segments(path, pg_port, push_port, window=400, gap_ms=5.0):
+    """Milliseconds per claim that followed a wake-up: wake-up → claim sent, claim → answer, answer → push written.
+
+    Every claim the relay sends (a message naming `liverelay_claim`) is matched with the last wake-up PostgreSQL sent
+    it within `gap_ms` before: a log's CopyData comes for every flush (the relay's own records too), so a wake-up is
+    whatever came last before a claim, not every packet that could be one."""
     names = ("wake-up → claim sent", "claim → answer", "answer → push written", "wake-up → push")
     found = {name: [] for name in names}
     captured = packets(path)
-    for i, (at, source, listener, payload) in enumerate(captured):
-        if source != pg_port or payload[:1] != b"A" or b"liverelay_wake" not in payload[:64]:
+    last_wakeup = None
+    for i, (at, source, destination, payload) in enumerate(captured):
+        if source == pg_port and is_wakeup(payload):
+            last_wakeup = (at, destination)
+            continue
+        if destination != pg_port or b"liverelay_claim" not in payload or last_wakeup is None:
+            continue
+        woken, listener = last_wakeup
+        last_wakeup = None
+        if source == listener or (at - woken) * 1000 > gap_ms:
             continue
         later = captured[i + 1:i + window]
-        claim = next((p for p in later if p[2] == pg_port and p[1] != listener), None)
-        if claim is None:
-            continue
-        answer = next((p for p in later if p[0] >= claim[0] and p[1] == pg_port and p[2] == claim[1]), None)
-        push = next((p for p in later if p[0] >= claim[0] and p[2] == push_port), None)
+        answer = next((p for p in later if p[1] == pg_port and p[2] == source), None)
+        push = next((p for p in later if p[2] == push_port), None)
         if answer is None or push is None or push[0] < answer[0]:
             continue
-        found["wake-up → claim sent"].append((claim[0] - at) * 1000)
-        found["claim → answer"].append((answer[0] - claim[0]) * 1000)
+        found["wake-up → claim sent"].append((at - woken) * 1000)
+        found["claim → answer"].append((answer[0] - at) * 1000)
         found["answer → push written"].append((push[0] - answer[0]) * 1000)
-        found["wake-up → push"].append((push[0] - at) * 1000)
+        found["wake-up → push"].append((push[0] - woken) * 1000)
     return found
 
 
