@@ -65,4 +65,24 @@ struct QueueVacuumTests {
             #expect(dead.count == 1 && dead[0] < Self.fewLeft, "dead rows left: \(dead)")
         }
     }
+
+    @Test("""
+        broadcast_log is vacuumed for the pruning's deletions, not after every bulk write's inserts, and its BRIN \
+        index summarizes its new ranges itself; delivery_log, which nothing prunes, keeps its insert vacuums
+        """)
+    func logUpkeepSettings() async throws {
+        try await Harness.with { h in
+            let options = try await h.rows("""
+                SELECT c.relname || ': ' || coalesce(array_to_string(c.reloptions, ','), '') FROM pg_class c
+                WHERE c.relname IN ('broadcast_log', 'broadcast_log_created', 'delivery_log', 'delivery_log_created')
+                ORDER BY c.relname
+                """, as: String.self)
+            #expect(options == [
+                "broadcast_log: autovacuum_vacuum_insert_threshold=-1",
+                "broadcast_log_created: autosummarize=on",
+                "delivery_log: ",
+                "delivery_log_created: ",
+            ])
+        }
+    }
 }
