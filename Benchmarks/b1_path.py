@@ -4,8 +4,9 @@
 For every claim that followed a wake-up (a writer's NOTIFY, or the write-ahead log's bytes on the relay's replication
 connection), the capture gives four instants: the wake-up, the relay's claim (on another connection), PostgreSQL's
 answer to that claim, and the next request the relay writes to the push endpoint. Printed as percentiles of the three
-segments between them, so a change can be judged by the segment it was meant to shorten. The commit itself costs ~0: PostgreSQL sends the notification
-(or the walsender the log's bytes) when the writer's commit is flushed, before the writer reads its answer.
+segments between them, so a change can be judged by the segment it was meant to shorten. The commit itself costs ~0:
+PostgreSQL sends the notification (or the walsender the log's bytes) when the writer's commit is flushed, before the
+writer reads its answer.
 """
 import os
 import shutil
