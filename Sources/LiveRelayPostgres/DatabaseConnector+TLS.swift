@@ -110,31 +110,28 @@ extension DatabaseConnector {
             return (chain.map { .certificate($0) }, .privateKey(try loadKey()))
         }
 
-        /// The key, decrypted with `passphrase` when its PEM says it is encrypted (PKCS #8's `ENCRYPTED PRIVATE KEY`,
-        /// or OpenSSL's older `Proc-Type: 4,ENCRYPTED`).
+        /// The key, decrypted with `passphrase` when it is encrypted (PKCS #8's `ENCRYPTED PRIVATE KEY`, or
+        /// OpenSSL's older `Proc-Type: 4,ENCRYPTED`). BoringSSL asks the callback for a passphrase only for an
+        /// encrypted key, which is how the refusal tells the cases apart; and since there always is a callback, it
+        /// never asks on standard input (its default).
         private func loadKey() throws -> NIOSSLPrivateKey {
-            guard let pem = FileManager.default.contents(atPath: key).flatMap({ String(data: $0, encoding: .utf8) })
-            else {
+            guard let pem = FileManager.default.contents(atPath: key) else {
                 throw DatabaseURLError(problem: "has sslkey=\(key), which is not a readable PEM private key")
             }
-            let encrypted = ["-----BEGIN ENCRYPTED PRIVATE KEY-----", "Proc-Type: 4,ENCRYPTED"].contains {
-                pem.contains($0)
-            }
-            guard encrypted else {
-                guard let loaded = try? NIOSSLPrivateKey(bytes: Array(pem.utf8), format: .pem) else {
-                    throw DatabaseURLError(problem: "has sslkey=\(key), which is not a readable PEM private key")
-                }
-                return loaded
-            }
-            guard let passphrase else {
-                throw DatabaseURLError(problem: "has sslkey=\(key), which is encrypted: give its passphrase as "
-                    + "sslpassword=")
-            }
+            var encrypted = false
             do {
-                return try NIOSSLPrivateKey(bytes: Array(pem.utf8), format: .pem) { (setter: ([UInt8]) -> Void) in
-                    setter(Array(passphrase.utf8))
+                return try NIOSSLPrivateKey(bytes: Array(pem), format: .pem) { (setter: ([UInt8]) -> Void) in
+                    encrypted = true
+                    if let passphrase { setter(Array(passphrase.utf8)) }
                 }
             } catch {
+                guard encrypted else {
+                    throw DatabaseURLError(problem: "has sslkey=\(key), which is not a readable PEM private key")
+                }
+                guard passphrase != nil else {
+                    throw DatabaseURLError(problem: "has sslkey=\(key), which is encrypted: give its passphrase as "
+                        + "sslpassword=")
+                }
                 throw DatabaseURLError(problem: "has sslkey=\(key), which sslpassword= does not decrypt")
             }
         }
