@@ -60,7 +60,8 @@ def is_wakeup(payload):
 
 
 def segments(path, pg_port, push_port, window=400, gap_ms=5.0):
-    """Milliseconds per claim that followed a wake-up: wake-up → claim sent, claim → answer, answer → push written.
+    """Milliseconds per claim that followed a wake-up: wake-up → claim sent, claim → answer, answer → push
+    written.
 
     Every claim the relay sends (a message naming `liverelay_claim`) is matched with the last wake-up PostgreSQL sent
     it within `gap_ms` before: a log's CopyData comes for every flush (the relay's own records too), so a wake-up is

@@ -4,8 +4,7 @@ import time
 import uuid
 
 from bench_stack import ADMIN_TOKEN, rss_kb
-from bench_tools import start_perf, stop_perf
-from bench_webhooks import Housekeeping
+from bench_tools import Housekeeping, start_perf, stop_perf
 
 
 class SSEClient(asyncio.Protocol):

@@ -2,10 +2,10 @@
 and logs the microsecond and the LiveRelay-Event-Id of every request; the relay's endpoint is registered by SQL,
 as an operator may. Used by bench.py, which also runs B1 and B5 with this endpoint registered (webhooks enabled)."""
 import os
-import threading
 import time
 
 from bench_stack import cpu_seconds, start_h2o
+from bench_tools import Housekeeping
 
 WEBHOOK_SECRET = "whsec_bench_0123456789abcdef"
 
@@ -56,39 +56,6 @@ hosts:
 
     def stop(self):
         self.process.terminate()
-
-
-class Housekeeping:
-    """Samples, every 100 ms on its own connection, what PostgreSQL runs besides the relay and the writer:
-    autovacuum's workers (by table) and any VACUUM statement (the relay's QueueVacuum). A scenario's figure read
-    beside it says whether it paid for PostgreSQL's upkeep of the scenarios before it."""
-
-    def __init__(self, stack):
-        self.stack, self.samples, self.seen = stack, 0, {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self):
-        import psycopg
-        with psycopg.connect(self.stack.url.replace("postgres://", "postgresql://"), autocommit=True) as conn:
-            while not self._stop.is_set():
-                rows = conn.execute(
-                    "SELECT backend_type, query FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND "
-                    "(backend_type = 'autovacuum worker' OR query ILIKE 'vacuum%%' OR query ILIKE 'analyze%%') "
-                    "AND state IS DISTINCT FROM 'idle'").fetchall()
-                self.samples += 1
-                for kind, query in rows:
-                    # An autovacuum worker's query says so itself ("autovacuum: VACUUM public.t").
-                    key = query.strip()[:60] if kind == "autovacuum worker" else f"statement: {query.strip()[:60]}"
-                    self.seen[key] = self.seen.get(key, 0) + 1
-                self._stop.wait(0.1)
-
-    def stop(self):
-        """{what ran: share of the samples it was seen in}."""
-        self._stop.set()
-        self._thread.join()
-        return {key: round(count / max(1, self.samples), 3) for key, count in sorted(self.seen.items())}
 
 
 def register_endpoint(stack, url):
