@@ -14,6 +14,8 @@ public struct DeliveryConfiguration: Sendable {
     public var foregroundPolicy = ForegroundPolicy.downgrade
     /// `LIVERELAY_WIDGET_MIN_INTERVAL`: the least time between two reloads of one widget token.
     public var widgetMinIntervalSeconds: Double = 60
+    /// `LIVERELAY_DELIVERY_LOG_RETENTION`: how long `delivery_log` keeps a row; nil keeps every row.
+    public var deliveryLogRetentionSeconds: Double? = 30 * 86_400
     /// `LIVERELAY_WAKEUP`: what wakes the relay when a writer commits.
     public var wakeup = WakeupSource.auto
     /// How long after PostgreSQL refused the write-ahead log (a role without REPLICATION, `max_wal_senders = 0`, …)
@@ -60,6 +62,11 @@ extension DeliveryConfiguration {
         delivery.widgetMinIntervalSeconds = reader.keep(delivery.widgetMinIntervalSeconds) {
             reader throws(ConfigurationError) in
             try reader.duration("LIVERELAY_WIDGET_MIN_INTERVAL", default: 60, range: 0...86_400)
+        }
+        delivery.deliveryLogRetentionSeconds = reader.keep(delivery.deliveryLogRetentionSeconds) {
+            reader throws(ConfigurationError) in
+            try reader.retention(
+                "LIVERELAY_DELIVERY_LOG_RETENTION", default: 30 * 86_400, range: 3600...(3650 * 86_400))
         }
         delivery.wakeup = reader.keep(delivery.wakeup) { reader throws(ConfigurationError) in
             try reader.choice("LIVERELAY_WAKEUP", default: WakeupSource.auto)

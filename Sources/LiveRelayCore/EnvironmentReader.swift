@@ -81,8 +81,8 @@ struct EnvironmentReader {
     }
 
     /// A duration: a number with `s`, `m`, `h` or `d` (a bare number is seconds), e.g. `8h`, `90m`, `30s`.
-    func duration(_ name: String, default defaultValue: Double, range: ClosedRange<Double>) throws(ConfigurationError)
-        -> Double {
+    func duration(_ name: String, default defaultValue: Double, range: ClosedRange<Double>,
+                  examples: String = "8h, 90m or 30s") throws(ConfigurationError) -> Double {
         guard let text = optional(name) else { return defaultValue }
         let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
         let unit = text.last.flatMap { units[$0] }
@@ -90,11 +90,18 @@ struct EnvironmentReader {
         guard let number, number.isFinite, range.contains(number * (unit ?? 1)) else {
             let days = Int(range.upperBound / 86_400)
             throw ConfigurationError(name: name, problem: """
-                must be a duration such as 8h, 90m or 30s, between \(Int(range.lowerBound)) s and \
+                must be a duration such as \(examples), between \(Int(range.lowerBound)) s and \
                 \(days) day\(days == 1 ? "" : "s"); got "\(text)"
                 """)
         }
         return number * (unit ?? 1)
+    }
+
+    /// How long to keep something: a duration as `duration` reads it, or `off` (nil) to keep it for ever.
+    func retention(_ name: String, default defaultValue: Double, range: ClosedRange<Double>)
+        throws(ConfigurationError) -> Double? {
+        if optional(name)?.lowercased() == "off" { return nil }
+        return try duration(name, default: defaultValue, range: range, examples: "30d or 12h (or off, to keep all)")
     }
 
     /// `true` or `false` (also 1/0, yes/no); false when unset.

@@ -47,6 +47,8 @@ extension SettingNames {
         Line(["LIVERELAY_FOREGROUND_PUSH"], "an update while its app is open: downgrade, skip or off",
              "default downgrade"),
         Line(["LIVERELAY_WIDGET_MIN_INTERVAL"], "the least time between two widget reloads of a token", "default 60s"),
+        Line(["LIVERELAY_DELIVERY_LOG_RETENTION"], "how long delivery_log keeps a row: a duration (1h to 3650d) or off",
+             "default 30d"),
         Line(["LIVERELAY_WAKEUP"], "what wakes the relay: auto (the WAL, over a replication connection, when "
              + "allowed; else NOTIFY) or notify", "default auto"),
         Line(["LIVERELAY_SQL_DIR"], "the folder holding migrations/, sql/, openapi.json and dashboard/",

@@ -212,6 +212,9 @@ public struct RelayServer: Sendable {
                 recheckRefused: .seconds(configuration.delivery.walRecheckSeconds), logger: logger))
         }
         if let presence { services.append(presence) }
+        if let keepSeconds = configuration.delivery.deliveryLogRetentionSeconds {
+            services.append(DeliveryLogRetention(connector: connector, keepSeconds: keepSeconds, logger: logger))
+        }
         services += webhookWorkers
         services += workers
         services.append(http)

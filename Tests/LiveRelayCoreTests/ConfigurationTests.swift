@@ -31,6 +31,18 @@ struct ConfigurationTests {
         #expect(skip.delivery.foregroundPolicy == .skip && skip.delivery.widgetMinIntervalSeconds == 90)
     }
 
+    @Test("the delivery log is kept 30 days unless told otherwise; off keeps every row")
+    func deliveryLogRetention() throws {
+        #expect(try RelayConfiguration.fromEnvironment(valid, files: TestFiles()).delivery.deliveryLogRetentionSeconds
+            == 30 * 86_400)
+        for (text, seconds) in [("7d", 7 * 86_400.0), ("36h", 36 * 3600), ("OFF", nil), ("off", nil)] {
+            var environment = valid
+            environment["LIVERELAY_DELIVERY_LOG_RETENTION"] = text
+            let configuration = try RelayConfiguration.fromEnvironment(environment, files: TestFiles())
+            #expect(configuration.delivery.deliveryLogRetentionSeconds == seconds, "\(text)")
+        }
+    }
+
     @Test("settings of a push service that is not configured are listed as ignored; a configured one's are used")
     func ignoredSettings() throws {
         var environment = valid
@@ -156,6 +168,9 @@ struct ConfigurationTests {
     @Test("a duration out of range says its bounds in words", arguments: [
         ("LIVERELAY_WIDGET_MIN_INTERVAL", "2d", "between 0 s and 1 day; got \"2d\""),
         ("LIVERELAY_ACTIVITY_MAX_AGE", "8 hours", "between 1 s and 7 days; got \"8 hours\""),
+        ("LIVERELAY_DELIVERY_LOG_RETENTION", "10m",
+         "such as 30d or 12h (or off, to keep all), between 3600 s and 3650 days; got \"10m\""),
+        ("LIVERELAY_DELIVERY_LOG_RETENTION", "never", "between 3600 s and 3650 days; got \"never\""),
     ])
     func durationBounds(name: String, value: String, expected: String) {
         var environment = valid

@@ -68,7 +68,7 @@ struct QueueVacuumTests {
 
     @Test("""
         broadcast_log is vacuumed for the pruning's deletions, not after every bulk write's inserts, and its BRIN \
-        index summarizes its new ranges itself; delivery_log, which nothing prunes, keeps its insert vacuums
+        index summarizes its new ranges itself; delivery_log keeps its insert vacuums
         """)
     func logUpkeepSettings() async throws {
         try await Harness.with { h in
