@@ -251,12 +251,18 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // Test helpers that the shipped binary has no use for (they run tools such as openssl).
+        .target(
+            name: "LiveRelayTestSupport",
+            dependencies: ["LiveRelayDevSupport"],
+            path: "Tests/LiveRelayTestSupport"
+        ),
         .testTarget(
             name: "LiveRelayCoreTests",
             dependencies: [
                 "LiveRelayCore", "LiveRelayAPNs", "LiveRelayHTTP2Client", "LiveRelayFCM", "LiveRelayHTTP",
                 "LiveRelayHTTPServer", "LiveRelayStream", "LiveRelayPostgres", "LiveRelayDelivery",
-                "LiveRelayDevSupport", "LiveRelayWAL",
+                "LiveRelayDevSupport", "LiveRelayTestSupport", "LiveRelayWAL",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -274,7 +280,7 @@ let package = Package(
             dependencies: [
                 "LiveRelayServer", "LiveRelayDelivery", "LiveRelayStream", "LiveRelayDevSupport", "APNsSimulator",
                 "FCMSimulator", "LiveRelayHTTPServer", "LiveRelayStore", "LiveRelayMCP", "LiveRelayWebhooks",
-                "LiveRelayHTTP2Client", "LiveRelayPostgres",
+                "LiveRelayHTTP2Client", "LiveRelayPostgres", "LiveRelayTestSupport",
                 .product(name: "MCP", package: "swift-sdk"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

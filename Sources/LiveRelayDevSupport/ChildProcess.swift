@@ -74,8 +74,8 @@ public enum ChildProcess {
     }
 
     /// Runs a program to completion; returns its exit status.
-    static func run(_ executable: String, _ arguments: [String], workingDirectory: String? = nil,
-                    outputPath: String) throws -> Int32 {
+    public static func run(_ executable: String, _ arguments: [String], workingDirectory: String? = nil,
+                           outputPath: String) throws -> Int32 {
         wait(try spawn(executable, arguments, workingDirectory: workingDirectory, outputPath: outputPath))
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import LiveRelayDevSupport
 import LiveRelayPostgres
+import LiveRelayTestSupport
 import Logging
 import PostgresNIO
 import Testing

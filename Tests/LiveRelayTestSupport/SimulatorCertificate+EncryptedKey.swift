@@ -1,4 +1,5 @@
 import Foundation
+import LiveRelayDevSupport
 
 extension SimulatorCertificate {
     /// How a private key's PEM is encrypted.
