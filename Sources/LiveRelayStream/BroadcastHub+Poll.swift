@@ -21,9 +21,16 @@ extension BroadcastHub {
             }
             for bell in caughtUp { bell.ring() }
         }
+        // Passed on a chunk at a time as the rows arrive, not after the whole read: PostgreSQL reads and sends the
+        // rest on the other core while the streams are written to, and the first events go out after the first
+        // chunk's rows rather than the read's last. The chunks are taken in order, so they pass what one take of the
+        // whole read would (a gap that holds a chunk back holds every later one back too).
         var rows: [BroadcastEvent] = []
+        rows.reserveCapacity(Self.deliveryChunk)
         var xmin: Int64 = 0
         var xmax: Int64 = 0
+        var passed = 0
+        var heldBack = false
         for try await (snapshotXmin, snapshotXmax, seq, channels, event, data) in try await connection.execute(
             LogReadStatement(cursor: cursor, limit: Int64(Self.readLimit)), logger: logger) {
             xmin = snapshotXmin
@@ -31,7 +38,25 @@ extension BroadcastHub {
             if let seq, let channels, let event, let data {
                 rows.append(BroadcastEvent(sequence: seq, channels: channels, name: event, data: data))
             }
+            if rows.count == Self.deliveryChunk && !heldBack {
+                (passed, heldBack) = deliver(rows, xmin: xmin, xmax: xmax, after: passed)
+                rows.removeAll(keepingCapacity: true)
+            }
         }
+        if !heldBack {
+            (passed, heldBack) = deliver(rows, xmin: xmin, xmax: xmax, after: passed)
+        }
+        return (passed, heldBack)
+    }
+
+    /// Rows read from the log a hub passes on at a time.
+    static let deliveryChunk = 100
+
+    /// Passes `rows` (the next of one read, in order) through the gap tracker to their channels' subscribers;
+    /// returns how many of the read's rows have been passed on, `passedBefore` of them earlier, and whether a gap
+    /// held the rest back.
+    private func deliver(_ rows: [BroadcastEvent], xmin: Int64, xmax: Int64, after passedBefore: Int)
+        -> (passed: Int, heldBack: Bool) {
         var deliveries: [(any StreamSink, UUID, BroadcastEvent)] = []
         let (passed, heldBack) = state.withLock { state -> (Int, Bool) in
             let (passed, heldBack) = state.order.accept(rows, xmin: xmin, xmax: xmax)
@@ -53,6 +78,6 @@ extension BroadcastHub {
             }
         }
         for id in slow { unsubscribe(id) }
-        return (passed, heldBack)
+        return (passedBefore + passed, heldBack)
     }
 }
