@@ -76,6 +76,30 @@ struct GapTrackerTests {
         let result = order.accept(Self.rows(11, 13, 14), xmin: 500, xmax: 505)
         #expect(Self.passed(result) == [11] && result.heldBack && order.cursor == 11 && order.gaps == [12: 505])
     }
+
+    @Test("one read taken in chunks, as the hub passes rows on while they arrive, passes what one take of it does",
+          arguments: [1, 2, 3, 5])
+    func chunkedRead(chunk: Int) {
+        // 15 went missing at xmax 310 and every transaction of then has ended by the read (xmin 400): it is passed;
+        // 19 is missing for the first time: it holds 20 and 21 back. Without the earlier look, 15 holds from 16 on.
+        for earlier in [true, false] {
+            var whole = GapTracker(cursor: 10)
+            if earlier { _ = whole.accept(Self.rows(11, 12, 13, 14, 16), xmin: 300, xmax: 310) }
+            var chunked = whole
+            let read = Self.rows(11, 12, 13, 14, 16, 17, 18, 20, 21)
+            let once = whole.accept(read, xmin: 400, xmax: 405)
+            var passed: [Int64] = []
+            var heldBack = false
+            for start in stride(from: 0, to: read.count, by: chunk) where !heldBack {
+                let part = chunked.accept(Array(read[start..<min(start + chunk, read.count)]), xmin: 400, xmax: 405)
+                passed += Self.passed(part)
+                heldBack = part.heldBack
+            }
+            #expect(Self.passed(once) == (earlier ? [16, 17, 18] : [11, 12, 13, 14]) && once.heldBack)
+            #expect(passed == Self.passed(once) && heldBack, "chunks of \(chunk), earlier look: \(earlier)")
+            #expect(chunked.cursor == whole.cursor && chunked.gaps == whole.gaps)
+        }
+    }
 }
 
 /// The stream's channels, parsed once: the four forms, and a device's uuid named as the log names it.
