@@ -50,6 +50,13 @@ final class HTTP2Batch {
         }
     }
 
+    /// The connection a request went on finished its TLS handshake: that was the server's answer, and the silence is
+    /// counted from here. A new connection's handshake on a loaded machine (or across an ocean) is not taken for the
+    /// server saying nothing; one that never ends is still bounded by the silence counted from the batch's start.
+    func connectionSecured() {
+        lastAnswer = max(lastAnswer, eventLoop.now)
+    }
+
     /// True while a request has no answer yet (not even "timed out": then it must not be sent any more).
     func isWaiting(_ index: Int) -> Bool { results[index] == nil }
 

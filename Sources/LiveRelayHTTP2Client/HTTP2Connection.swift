@@ -20,6 +20,9 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     /// Succeeds once the connection is active and the HTTP/2 preface has gone out: only then may streams open.
     let ready: EventLoopPromise<Void>
+    /// Succeeds once the TLS handshake has ended with HTTP/2 agreed: the server's first answer on the connection.
+    let secured: EventLoopPromise<Void>
+    private(set) var isSecured = false
     private var table = HTTP2StreamTable<Completion>()
     private var unacknowledgedBytes = 0
     private var liveness: HTTP2Liveness
@@ -33,6 +36,7 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     ///   the PING must be answered within that time or 10 s, whichever is shorter.
     init(eventLoop: any EventLoop, idlePing: TimeAmount) {
         self.ready = eventLoop.makePromise(of: Void.self)
+        self.secured = eventLoop.makePromise(of: Void.self)
         self.liveness = HTTP2Liveness(idle: idlePing, answer: min(idlePing, .seconds(10)), now: eventLoop.now)
     }
 
@@ -45,6 +49,7 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
         self.context = nil
         livenessTimer?.cancel()
         ready.fail(HTTP2ClientError.connectionClosed)
+        secured.fail(HTTP2ClientError.connectionClosed)
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -136,6 +141,9 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
                 let alpn = negotiated ?? "none"
                 perform(table.fail(all: .protocolError("the server did not agree to HTTP/2 (ALPN: \(alpn))")))
                 close()
+            } else {
+                isSecured = true
+                secured.succeed(())
             }
         default:
             break
@@ -146,12 +154,14 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         livenessTimer?.cancel()
         ready.fail(HTTP2ClientError.connectionClosed)
+        secured.fail(HTTP2ClientError.connectionClosed)
         perform(table.fail(all: .connectionClosed))
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         ready.fail(HTTP2ClientError.protocolError("\(error)"))
+        secured.fail(HTTP2ClientError.protocolError("\(error)"))
         perform(table.fail(all: .protocolError("\(error)")))
         context.close(promise: nil)
     }

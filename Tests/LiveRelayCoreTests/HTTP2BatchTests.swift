@@ -81,4 +81,29 @@ struct HTTP2BatchTests {
         guard case .failure(.timedOut(let seconds)) = result[11] else { Issue.record("\(result[11])"); return }
         #expect(seconds == 60)
     }
+
+    @Test("a connection's handshake is not counted as silence: the silence starts again when it ends")
+    func handshakeIsNotSilence() throws {
+        let waiting = run(count: 1) { loop, batch in
+            loop.advanceTime(by: .seconds(8))  // a slow handshake
+            batch.connectionSecured()
+            loop.advanceTime(by: .seconds(9))  // 17 s since the start, 9 since the handshake ended
+        }
+        #expect(waiting == nil, "the batch counted the handshake as silence")
+        let answers = run(count: 1) { loop, batch in
+            loop.advanceTime(by: .seconds(8))
+            batch.connectionSecured()
+            loop.advanceTime(by: .milliseconds(10_500))
+        }
+        let result = try #require(answers, "the batch did not end 10 s after the handshake ended")
+        guard case .failure(.timedOut(let seconds)) = result[0] else { Issue.record("\(result[0])"); return }
+        #expect(seconds == 10)
+    }
+
+    @Test("a handshake that never ends is bounded by the silence counted from the batch's start")
+    func endlessHandshake() throws {
+        let answers = run(count: 2) { loop, _ in loop.advanceTime(by: .milliseconds(10_500)) }
+        let result = try #require(answers, "the batch waited past its silence for a connection")
+        #expect(result.allSatisfy { if case .failure(.timedOut(10)) = $0 { true } else { false } }, "\(result)")
+    }
 }
