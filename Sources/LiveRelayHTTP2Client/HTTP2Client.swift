@@ -111,11 +111,7 @@ public final class HTTP2Client: @unchecked Sendable {
                     for index in indices { batch.complete(index, .failure(.connectFailed("\(error)"))) }
                 case .success(let bound):
                     let connection = bound.value
-                    if connection.isSecured {
-                        batch.connectionSecured()
-                    } else {
-                        connection.secured.futureResult.assumeIsolated().whenSuccess { batch.connectionSecured() }
-                    }
+                    connection.whenSecured { batch.connectionSecured() }
                     for index in indices where batch.isWaiting(index) {
                         let request = requests[index]
                         let streamID = connection.write(headers: request.headers, body: request.body) {

@@ -21,8 +21,9 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
     /// Succeeds once the connection is active and the HTTP/2 preface has gone out: only then may streams open.
     let ready: EventLoopPromise<Void>
     /// Succeeds once the TLS handshake has ended with HTTP/2 agreed: the server's first answer on the connection.
-    let secured: EventLoopPromise<Void>
-    private(set) var isSecured = false
+    private let secured: EventLoopPromise<Void>
+    /// `secured` has succeeded (read on every batch, where a callback on its future would cost an allocation).
+    private var isSecured = false
     private var table = HTTP2StreamTable<Completion>()
     private var unacknowledgedBytes = 0
     private var liveness: HTTP2Liveness
@@ -62,6 +63,12 @@ final class HTTP2Connection: ChannelInboundHandler, RemovableChannelHandler {
         guard livenessTimer == nil else { return }
         liveness.read(at: context.eventLoop.now)
         scheduleLivenessCheck(on: context.eventLoop)
+    }
+
+    /// Runs `body` once the TLS handshake has ended with HTTP/2 agreed: at once if it has, never if the connection
+    /// closes first. On this event loop.
+    func whenSecured(_ body: @escaping () -> Void) {
+        if isSecured { body() } else { secured.futureResult.assumeIsolated().whenSuccess(body) }
     }
 
     /// Writes one request without flushing. The completion runs once, on this event loop. Returns the stream ID.
