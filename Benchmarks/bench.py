@@ -3,7 +3,7 @@
 
 Starts its own PostgreSQL cluster (default durable commits), h2o (answers APNs' 200, FCM's 200 body and an OAuth
 token, and logs the microsecond each request arrives), and the release `liverelay serve`; measures B1, B1f, B2, B2m
-(half Android), B3, B5, B6, B8, B9 and B10, and B1, B2 and B5 of the naive peer on the same cluster and endpoint;
+(half Android), B3, B3c, B5, B6, B8, B9 and B10, and B1, B2 and B5 of the naive peer on the same cluster and endpoint;
 prints percentiles and ratios (to the h2load ceiling and to the peer) of the same run, and writes results.json and PNG
 plots. Run it through Benchmarks/run.
 """
@@ -16,7 +16,7 @@ import tempfile
 import time
 
 import b1_path
-from bench_channels import bench_b9
+from bench_channels import bench_b9, create_channels
 from bench_delivery import bench_b1, bench_b2, bench_b2m, bench_b5, seed_b2, warm_up
 from bench_foreground import bench_b10
 from bench_peer import Peer, peer_b1, peer_b2, peer_b5
@@ -71,7 +71,7 @@ def main():
     parser.add_argument("--webhooks", action="store_true",
                         help="register the webhook endpoint before B1/B2/B5 (what lifecycle webhooks cost them); "
                              "by default it is registered just before B8, so B1/B2/B5 compare like with the peer")
-    parser.add_argument("--only", default="B1,B1F,B2,B2M,B3,B5,B6,B8,B9,B10",
+    parser.add_argument("--only", default="B1,B1F,B2,B2M,B3,B3C,B5,B6,B8,B9,B10",
                         help="comma-separated scenarios to run (e.g. B2)")
     parser.add_argument("--no-peer", action="store_true", help="skip the naive peer (Benchmarks/naive_peer.py)")
     parser.add_argument("--peer-processes", default="1,2", help="the peer's process counts; the best one is reported")
@@ -139,6 +139,12 @@ def main():
             stack.stop_relay()
             stack.start_relay()
             results["B3"] = bench_b3(stack, args.b3_clients, args.out)
+        if "B3C" in only:
+            # The same streams all following one broadcast channel: one event that every one of them is sent.
+            stack.stop_relay()
+            stack.start_relay()
+            create_channels(stack, "b3c-", 1)
+            results["B3c"] = bench_b3(stack, args.b3_clients, args.out, channel="b3c-1")
         if not args.no_peer and only & {"B1", "B2", "B5"}:
             # The naive peer on the same cluster and endpoint, LiveRelay stopped meanwhile.
             stack.stop_relay()

@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 
 
 def h2load_ceiling(stack, requests):
@@ -35,9 +36,12 @@ def start_perf(stack, out, scenario, frequency=int(os.environ.get("BENCH_PERF_HZ
     wanted = os.environ.get("BENCH_PERF")
     if not wanted or (wanted != scenario and not any_name):
         return None
-    return subprocess.Popen(["perf", "record", "-F", str(frequency), "-g", "-p", str(stack.relay.pid), "-o",
+    perf = subprocess.Popen(["perf", "record", "-F", str(frequency), "-g", "-p", str(stack.relay.pid), "-o",
                              os.path.join(out, f"{scenario.lower()}-perf.data")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # perf takes a few hundred milliseconds to attach: B3's whole event is over in less.
+    time.sleep(1)
+    return perf
 
 
 def stop_perf(perf):
