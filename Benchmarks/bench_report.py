@@ -99,6 +99,14 @@ def upkeep_text(housekeeping):
         ", ".join(f"{what} {share:.0%}" for what, share in housekeeping.items()) or "none")
 
 
+def connect_text(b3):
+    """B3's and B3c's connecting: how long the streams took to connect, and the CPU meanwhile ("" before it was kept)."""
+    if "connect_seconds" not in b3:
+        return ""
+    cpu = b3["connect_cpu_seconds"]
+    return (f" in {b3['connect_seconds']:.1f} s, CPU relay {cpu['relay']:.2f} s / postgres {cpu['postgres']:.2f} s")
+
+
 def wire_lines(name, results, summary, slim):
     """A scenario's split on the wire (BENCH_PATH=1), when it was taken."""
     path = results[name].get("path")
@@ -167,7 +175,7 @@ def summarize(results, ceiling, webhooks):
         b3, l = results[key], results[key]["latencies_ms"]
         what = "one channel's event" if key == "B3c" else "the event"
         summary[key] = (f"{b3['received']}/{b3['clients']} SSE clients received {what} "
-                        f"({b3['connected']} connected); commit → event first {pct(l, 0):.1f} ms, "
+                        f"({b3['connected']} connected{connect_text(b3)}); commit → event first {pct(l, 0):.1f} ms, "
                         f"p50 {pct(l, 50):.1f} ms, p99 {pct(l, 99):.1f} ms, "
                         f"max {max(l) if l else float('nan'):.1f} ms; "
                         f"relay RSS {b3['relay_rss_connected_mb']:.0f} MB connected, "
