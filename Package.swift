@@ -191,6 +191,7 @@ let package = Package(
                 "LiveRelayCore", "LiveRelayPostgres", "LiveRelayStream", "LiveRelayStore", "LiveRelayMCP",
                 "LiveRelayMetrics", "LiveRelayHTTPServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -5,6 +5,7 @@ import LiveRelayStream
 import LiveRelayCore
 import LiveRelayHTTPServer
 import LiveRelayStore
+import NIOConcurrencyHelpers
 import NIOCore
 import ServiceLifecycle
 
@@ -23,6 +24,8 @@ public struct StreamRoutes: Sendable {
     let store: RelayStore
     /// Registers the streams that make an activity foreground (nil: not tracked).
     let presence: PresenceTracker?
+    /// The broadcast channels found lately: streams following them need not ask the database again.
+    let knownChannels = NIOLockedValueBox(KnownChannelNames())
 
     func register(on router: Router<BasicRequestContext>) {
         router.get(RouterPath(Self.path)) { request, _ in try await stream(request) }
@@ -126,11 +129,14 @@ public struct StreamRoutes: Sendable {
     }
 
     /// The broadcast channels a stream follows that no row names, in the order given; none when the database cannot
-    /// say (a hint is not worth failing a stream for).
+    /// say (a hint is not worth failing a stream for). Channels found in the last seconds are not asked again.
     func unknownChannels(in channels: [StreamChannel]) async -> [String] {
         let names = channels.compactMap { if case .broadcast(let name) = $0 { name } else { nil } }
-        guard !names.isEmpty, let known = try? await store.existingChannels(among: names) else { return [] }
-        return names.filter { !known.contains($0) }
+        let asked = ContinuousClock.now
+        let toAsk = knownChannels.withLockedValue { $0.unknown(among: names, at: asked) }
+        guard !toAsk.isEmpty, let known = try? await store.existingChannels(among: toAsk) else { return [] }
+        knownChannels.withLockedValue { $0.found(known, at: asked) }
+        return toAsk.filter { !known.contains($0) }
     }
 
     /// What an authorised stream says about open apps: a device token following its own `device:` channel, a pairing

@@ -190,4 +190,37 @@ struct ChannelRoutesTests {
             }
         }
     }
+
+    @Test("a stream is told of each channel it follows that no row names, until the channel is made")
+    func missingChannelHint() async throws {
+        try await Harness.with { h in
+            try await h.withRelayPort { port in
+                let api = RelayHTTP(port: port)
+                let created = try await api.post("/v1/channels", #"{"name": "hint-1"}"#, headers: RelayHTTP.admin)
+                #expect(created.status == 201, "\(created.text)")
+                let query = "channel=channel:hint-1&channel=channel:hint-2"
+                // The first stream finds hint-1 (remembered a few seconds); the second asks about hint-2 alone.
+                for _ in 0..<2 {
+                    let stream = try await SSEClient(port: port, query: query, headers: RelayHTTP.admin)
+                    let hinted = try await pollUntil(timeout: .seconds(5)) {
+                        stream.commentBlocks.contains { $0.contains("no channel is named hint-2 yet") }
+                    }
+                    #expect(hinted && stream.commentBlocks.filter { $0.contains("no channel is named") }.count == 1,
+                            "\(stream.rawBlocks)")
+                    stream.close()
+                }
+                // A name not found is asked again by the next stream: made now, it is no longer hinted missing.
+                let made = try await api.post("/v1/channels", #"{"name": "hint-2"}"#, headers: RelayHTTP.admin)
+                #expect(made.status == 201, "\(made.text)")
+                let stream = try await SSEClient(port: port, query: query, headers: RelayHTTP.admin)
+                let patched = try await api.request(.PATCH, "/v1/channels/hint-2", json: #"{"contentState": {"n": 1}}"#,
+                                                    headers: RelayHTTP.admin)
+                #expect(patched.status == 200, "\(patched.text)")
+                // The event comes after anything the stream's head says.
+                _ = try await stream.wait { $0.contains { $0.name == "channel-update" } }
+                #expect(!stream.commentBlocks.contains { $0.contains("no channel is named") }, "\(stream.rawBlocks)")
+                stream.close()
+            }
+        }
+    }
 }
