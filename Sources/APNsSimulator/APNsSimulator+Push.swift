@@ -50,10 +50,11 @@ extension APNsSimulator {
         do {
             let body = try await request.body.collect(upTo: 64 * 1024)
             let push = try validate(request, token: token, environment: environment, body: body, faults: faults)
-            let apnsID = push.apnsID
+            let apnsID = push.apnsID, sender = connection.remoteAddress.map { "\($0)" }
             state.withLock { state in
                 state.responses["200", default: 0] += 1
                 var recorded = push
+                recorded.connection = sender
                 state.sequence += 1
                 recorded.sequence = state.sequence
                 state.pushes.append(recorded)

@@ -73,4 +73,6 @@ public struct RecordedPush: Sendable, Codable, Equatable {
     /// When it arrived, epoch seconds with microseconds.
     public var receivedAt: Double
     public var payload: JSONValue
+    /// The connection it came on: the sender's address and port.
+    public var connection: String? = nil
 }

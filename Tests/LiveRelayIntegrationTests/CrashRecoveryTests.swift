@@ -50,8 +50,8 @@ struct CrashRecoveryTests {
             #expect(try await relay.terminate(within: .seconds(30)).status == 0,
                     "serve did not drain and exit cleanly on SIGTERM")
             for token in tokens.values {
-                let states = pushes.filter { $0.token == token }.compactMap(\.n)
-                #expect(zip(states, states.dropFirst()).allSatisfy { $0 <= $1 }, "out of order: \(states)")
+                let own = pushes.filter { $0.token == token }
+                #expect(Self.staleArrivals(own).count <= kills, "out of order: \(own.compactMap(\.n))")
             }
             // A resend happens only for a batch in flight at a kill, which holds at most one push per activity.
             let duplicates = tokens.values.reduce(0) { total, token in
@@ -61,6 +61,38 @@ struct CrashRecoveryTests {
             #expect(duplicates <= kills * tokens.count, "\(duplicates) resends over \(kills) kills")
             #expect(kills == 3)
         }
+    }
+
+    /// One activity's pushes, in the order the simulator took them, that came after a newer state: each must be the
+    /// last push its connection carried for the activity (a request a killed relay had written before it died, which
+    /// the simulator may take after its successor's newer one: neither relay can order that), on a connection other
+    /// than the newer state's. Any other is recorded as a violation of per-activity order.
+    static func staleArrivals(_ pushes: [RecordedPush]) -> [RecordedPush] {
+        var stale: [RecordedPush] = []
+        for (index, push) in pushes.enumerated() {
+            guard let n = push.n, let newer = pushes[..<index].last(where: { ($0.n ?? 0) > n }) else { continue }
+            let laterOnItsConnection = pushes[(index + 1)...].contains { $0.connection == push.connection }
+            #expect(push.connection != nil && push.connection != newer.connection && !laterOnItsConnection,
+                    "\(n) came after \(newer.n ?? 0), not as a killed relay's last request: \(pushes.compactMap(\.n))")
+            stale.append(push)
+        }
+        return stale
+    }
+
+    @Test("the order check lets a killed relay's last request come after its successor's newer state, nothing else")
+    func orderCheck() throws {
+        func push(_ n: Int, on connection: String) throws -> RecordedPush {
+            try JSONDecoder().decode(RecordedPush.self, from: Data("""
+                {"sequence": 0, "token": "t", "environment": "sandbox", "apnsID": "", "providerTokenIssuedAt": 0,
+                 "receivedAt": 0, "payload": {"aps": {"content-state": {"n": \(n)}}}, "connection": "\(connection)"}
+                """.utf8))
+        }
+        let killed = try [push(19, on: "old"), push(21, on: "new"), push(20, on: "old"), push(22, on: "new")]
+        #expect(Self.staleArrivals(killed).map(\.n) == [20])
+        let oneConnection = try [push(21, on: "a"), push(20, on: "a")]
+        withKnownIssue("an inversion on one connection") { _ = Self.staleArrivals(oneConnection) }
+        let wentOn = try [push(21, on: "new"), push(20, on: "old"), push(22, on: "old")]
+        withKnownIssue("a stale state on a connection that went on sending") { _ = Self.staleArrivals(wentOn) }
     }
 
     @Test("PostgreSQL restarted under a running relay: it reconnects by itself and delivers everything",
