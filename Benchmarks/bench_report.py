@@ -100,7 +100,7 @@ def upkeep_text(housekeeping):
 
 
 def connect_text(b3):
-    """B3's and B3c's connecting: how long the streams took to connect, and the CPU meanwhile ("" before it was kept)."""
+    """B3's and B3c's connecting: how long the streams took and the CPU meanwhile ("" in results from before)."""
     if "connect_seconds" not in b3:
         return ""
     cpu = b3["connect_cpu_seconds"]

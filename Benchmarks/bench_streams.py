@@ -65,14 +65,14 @@ async def bench_b3_async(stack, clients, out, channel=None):
             transports.append(transport)
 
     # How long the 10,000 take to connect (a reconnect storm, as after a relay's restart), and the CPU it costs.
-    connect_started, connect_cpu = time.time(), stack.cpu_seconds()
+    connect_started, cpu_before = time.time(), stack.cpu_seconds()
     connecting = [asyncio.create_task(connect(follow)) for follow in follows]
     try:
         await asyncio.wait_for(all_connected.wait(), 120)
     except asyncio.TimeoutError:
         pass
     connect_seconds = time.time() - connect_started
-    connect_cpu = [after - before for before, after in zip(connect_cpu, stack.cpu_seconds())]
+    connect_cpu = [after - before for before, after in zip(cpu_before, stack.cpu_seconds())]
     await asyncio.sleep(1)  # the last connections' set-up ends before the relay's memory is read
     rss_connected = rss_kb(stack.relay.pid, "VmRSS") / 1024
     # BENCH_PERF=B3 profiles the relay from the write until every client has the event.

@@ -132,6 +132,7 @@ public struct StreamRoutes: Sendable {
     /// say (a hint is not worth failing a stream for). Channels found in the last seconds are not asked again.
     func unknownChannels(in channels: [StreamChannel]) async -> [String] {
         let names = channels.compactMap { if case .broadcast(let name) = $0 { name } else { nil } }
+        guard !names.isEmpty else { return [] }
         let asked = ContinuousClock.now
         let toAsk = knownChannels.withLockedValue { $0.unknown(among: names, at: asked) }
         guard !toAsk.isEmpty, let known = try? await store.existingChannels(among: toAsk) else { return [] }
