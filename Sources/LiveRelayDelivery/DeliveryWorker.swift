@@ -135,7 +135,7 @@ public final class DeliveryWorker: Service, Sendable {
                 if !full, let followUp = listener.walFollowUp(gateID, claimed: true) {
                     // The relay reads the log: every commit rings a worker, so one that did not fill its batch waits
                     // for its doorbell (claiming once more would find nothing, as for a named batch below).
-                    pause = Self.pause(after: followUp, poll: poll)
+                    pause = followUp.pause(poll: poll)
                 } else if result.named && !full {
                     // It sent what a wake-up named: the writes that came meanwhile without one (they found the relay
                     // busy) are found by the re-scan that follows going idle, so it goes idle now rather than
@@ -149,22 +149,13 @@ public final class DeliveryWorker: Service, Sendable {
                 // Everything claimed belongs to activities another relay is sending right now.
                 pause = min(poll, .milliseconds(20))
             } else if let followUp = listener.walFollowUp(gateID, claimed: false) {
-                pause = Self.pause(after: followUp, poll: poll)
+                pause = followUp.pause(poll: poll)
             } else {
                 listener.reportIdle(gateID)
                 pause = poll
             }
             if let pause { await doorbell.wait(timeout: pause) }
             waited = pause != nil
-        }
-    }
-
-    /// How long a worker waits for its doorbell after `followUp` (nil: it claims again at once).
-    static func pause(after followUp: WALFollowUp, poll: Duration) -> Duration? {
-        switch followUp {
-        case .now: nil
-        case let .soon(look): .milliseconds(2 * [1, 3, 9, 27, 81][min(look, 4)])
-        case .wait: poll
         }
     }
 

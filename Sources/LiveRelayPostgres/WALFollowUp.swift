@@ -9,4 +9,24 @@ public enum WALFollowUp: Equatable, Sendable {
     case soon(Int)
     /// Waits for its doorbell, idle from this step on (in the same step, so that the next commit rings it).
     case wait
+
+    /// How long a worker waits before each look again (`soon`). The first is at once: the empty claim's own
+    /// `COMMIT AND CHAIN` is the moment the writer's backend needs to finish its commit, and in B1 that look found
+    /// every commit the first claim had missed (about 1 write in 100), where waiting 2 ms set B1's p99. The later
+    /// looks cover a machine loaded enough that a commit is flushed tens of milliseconds before others see it.
+    static let lateLookDelays: [Duration] = [.zero, .milliseconds(2), .milliseconds(6), .milliseconds(18),
+                                             .milliseconds(54), .milliseconds(162)]
+
+    /// How long the worker waits for its doorbell before it claims again (nil: at once); `poll` when it waits idle.
+    public func pause(poll: Duration) -> Duration? {
+        switch self {
+        case .now:
+            return nil
+        case let .soon(look):
+            let delay = Self.lateLookDelays[min(max(look, 0), Self.lateLookDelays.count - 1)]
+            return delay == .zero ? nil : delay
+        case .wait:
+            return poll
+        }
+    }
 }

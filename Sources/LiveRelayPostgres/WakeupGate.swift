@@ -30,11 +30,11 @@ struct WakeupGate: Sendable {
     /// The log showed an outbox commit while every worker was busy: the next worker to finish claims again.
     private var missedWALWake = false
 
-    /// How many times a worker rung for a commit looks again for it (2, 6, 18, 54, 162 ms after its claims: a writer's
-    /// backend can be kept off the CPU between its commit's flush and the moment others see it, for milliseconds, and
-    /// on a loaded machine for tens of them: with three looks within 26 ms, a write made while the test suite loaded
-    /// both cores waited for the poll).
-    static let lateLooks = 5
+    /// How many times a worker rung for a commit looks again for it (at once, then 2, 6, 18, 54 and 162 ms after its
+    /// claims: `WALFollowUp.lateLookDelays`). A writer's backend can be kept off the CPU between its commit's flush
+    /// and the moment others see it, for milliseconds, and on a loaded machine for tens of them: with three looks
+    /// within 26 ms, a write made while the test suite loaded both cores waited for the poll.
+    static let lateLooks = WALFollowUp.lateLookDelays.count
 
     /// At most this many named rows wait (the names are only a hint: the general claim finds every row).
     static let notifiedRowsKept = 1_000

@@ -35,14 +35,18 @@ struct WakeupGateWALTests {
         #expect(second == [0, 2] && gate.busy == [1, 2])
     }
 
-    @Test("a worker whose claim missed the commit it was rung for looks again five times, shortly, then waits idle")
+    @Test("a worker whose claim missed the commit it was rung for looks again six times, at once first, then idle")
     func lateCommit() {
         var gate = Self.gate()
         _ = gate.walCommitted(outbox: true, at: Self.at)
-        let looks = [2, 8, 26, 80, 242, 300].map {
+        let looks = [1, 2, 4, 10, 28, 82, 244].map {
             gate.walFollowUp(1, claimed: false, at: Self.at + .milliseconds($0))
         }
-        #expect(looks == [.soon(0), .soon(1), .soon(2), .soon(3), .soon(4), .wait], "five looks again, then idle")
+        #expect(looks == [.soon(0), .soon(1), .soon(2), .soon(3), .soon(4), .soon(5), .wait], "six looks, then idle")
+        let poll = Duration.milliseconds(500)
+        let pauses = looks.map { $0?.pause(poll: poll) }
+        #expect(pauses == [nil, .milliseconds(2), .milliseconds(6), .milliseconds(18), .milliseconds(54),
+                           .milliseconds(162), poll], "the first look at once, the last one 242 ms after the commit")
         #expect(gate.busy.isEmpty, "idle in the same step")
         // A claim that found rows, or a follow-up long after the commit, waits at once.
         _ = gate.walCommitted(outbox: true, at: Self.at)
