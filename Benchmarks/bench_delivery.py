@@ -19,6 +19,9 @@ def bench_b1(stack, rate, seconds):
     lines = stack.wait_for_log(before + len(commits), 30)[before:]
     cpu_after = stack.cpu_seconds()
     latencies = [(received - commits[token]) * 1000 for received, token in lines if token in commits]
+    if os.environ.get("BENCH_B1_DUMP"):
+        with open(os.environ["BENCH_B1_DUMP"], "w") as f:
+            f.write("\n".join(f"{x:.4f}" for x in latencies))
     if os.environ.get("BENCH_DB_TLS"):
         # What BENCH_DB_TLS=1 measured: the relay's sessions and walsender encrypted, and the log read.
         print("B1 TLS   relay connections encrypted / all, reads the log:", stack.sql("""
