@@ -12,8 +12,9 @@ public enum WALFollowUp: Equatable, Sendable {
 
     /// How long a worker waits before each look again (`soon`). The first is at once: the empty claim's own
     /// `COMMIT AND CHAIN` is the moment the writer's backend needs to finish its commit, and in B1 that look found
-    /// every commit the first claim had missed (about 1 write in 100), where waiting 2 ms set B1's p99. The later
-    /// looks cover a machine loaded enough that a commit is flushed tens of milliseconds before others see it.
+    /// nearly every commit the first claim had missed (about 1 write in 100), where waiting 2 ms set B1's p99. The
+    /// later looks cover a machine loaded enough that a commit is flushed tens of milliseconds before others see it
+    /// (docs/latency.md, "The commit the log shows early").
     static let lateLookDelays: [Duration] = [.zero, .milliseconds(2), .milliseconds(6), .milliseconds(18),
                                              .milliseconds(54), .milliseconds(162)]
 
