@@ -15,19 +15,16 @@ public enum WALFollowUp: Equatable, Sendable {
     /// nearly every commit the first claim had missed (about 1 write in 100), where waiting 2 ms set B1's p99. The
     /// later looks cover a machine loaded enough that a commit is flushed tens of milliseconds before others see it
     /// (docs/latency.md, "The commit the log shows early").
-    static let lateLookDelays: [Duration] = [.zero, .milliseconds(2), .milliseconds(6), .milliseconds(18),
-                                             .milliseconds(54), .milliseconds(162)]
+    /// nil: at once.
+    static let lateLookDelays: [Duration?] = [nil, .milliseconds(2), .milliseconds(6), .milliseconds(18),
+                                              .milliseconds(54), .milliseconds(162)]
 
     /// How long the worker waits for its doorbell before it claims again (nil: at once); `poll` when it waits idle.
     public func pause(poll: Duration) -> Duration? {
         switch self {
-        case .now:
-            return nil
-        case let .soon(look):
-            let delay = Self.lateLookDelays[min(max(look, 0), Self.lateLookDelays.count - 1)]
-            return delay == .zero ? nil : delay
-        case .wait:
-            return poll
+        case .now: nil
+        case let .soon(look): Self.lateLookDelays[min(look, Self.lateLookDelays.count - 1)]
+        case .wait: poll
         }
     }
 }
