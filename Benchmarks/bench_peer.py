@@ -88,12 +88,14 @@ def paced_writes(url, rate, seconds, statement, params, key):
     return commits, durations
 
 
-def timed_writes(url, rate, seconds, sessions, prefix):
-    """B1's writes: `rate` one-row UPDATEs of activities a second; commit times by token."""
+def timed_writes(url, rate, seconds, sessions, prefix, first=1):
+    """B1's writes: `rate` one-row UPDATEs of activities a second, of `prefix``first`… in turn; commit times by
+    token."""
     return paced_writes(url, rate, seconds,
                         "UPDATE activity_registration SET content_state = jsonb_build_object('n', %s) "
                         "WHERE secret_hash = %s AND session_id = %s",
-                        lambda i: (i, BENCH_SECRET_HASH, f"{prefix}{i}"), lambda i: sessions[f"{prefix}{i}"])
+                        lambda i: (i, BENCH_SECRET_HASH, f"{prefix}{first - 1 + i}"),
+                        lambda i: sessions[f"{prefix}{first - 1 + i}"])
 
 
 def peer_b1(stack, peer, rate, seconds):

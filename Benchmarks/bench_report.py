@@ -124,12 +124,15 @@ def summarize(results, ceiling, webhooks):
     slim = json.loads(json.dumps({k: v for k, v in results.items()}))
     if "B1" in results:
         lat = results["B1"]["latencies_ms"]
+        w, wb = results["B1"]["write_ms"], results["B1"]["write_ms_triggers_disabled"]
         summary["B1"] = (f"{results['B1']['received']}/{results['B1']['writes']} received; "
                          f"commit → request p50 {pct(lat, 50):.3f} ms, p90 {pct(lat, 90):.3f} ms, "
                          f"p99 {pct(lat, 99):.3f} ms, max {max(lat) if lat else float('nan'):.3f} ms "
                          f"(p50 = {pct(lat, 50) / ceiling_latency_ms:.0f}× the ceiling's time per request); "
                          "CPU per write: " + ", ".join(
-                             f"{k} {v:.0f} µs" for k, v in results["B1"]["cpu_microseconds_per_write"].items()))
+                             f"{k} {v:.0f} µs" for k, v in results["B1"]["cpu_microseconds_per_write"].items())
+                         + f"; writer p50 {pct(w, 50):.3f} ms, {pct(w, 50) / pct(wb, 50):.2f}× the "
+                         f"{pct(wb, 50):.3f} ms with the triggers disabled")
         slim["B1"]["latencies_ms"] = {p: pct(lat, p) for p in (50, 90, 99, 99.9)}
         wire_lines("B1", results, summary, slim)
         for key in ("write_ms", "write_ms_triggers_disabled"):
