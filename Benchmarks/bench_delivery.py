@@ -10,7 +10,8 @@ from bench_tools import pgbench
 
 def bench_b1(stack, rate, seconds):
     """B1: `rate` one-row writes a second; commit → request received, and each write's UPDATE + COMMIT. Then the same
-    writes to the same table with LiveRelay's triggers disabled, for what the triggers cost the writer."""
+    kind of writes, for half as long, to the same table with LiveRelay's triggers disabled, for what the triggers cost
+    the writer."""
     bare_seconds = max(1, seconds // 2)
     # Every write updates a row never updated before, in both phases: a second update of the same row (its hint bits
     # set, its page already pruned) is a different write from a first one.
